@@ -1,0 +1,163 @@
+"""Config loading, validation and the plan of jobs.
+
+Validation runs in two stages, both before any job: the JSON schema in
+``workflow/schemas/config.schema.yaml`` through ``snakemake.utils.validate`` (which also fills
+the schema's defaults), then the experiment's axis domains on the expanded grids. Every failure
+is a :class:`~attnsweep.errors.ConfigError` whose message names the offending key.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from attnsweep import registry
+from attnsweep.errors import ConfigError
+from attnsweep.grid import expand, expand_seeds
+from attnsweep.registry import Experiment, JobSpec, point_path
+
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+SEED = "seed"
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config; a missing file or bad YAML is a ConfigError."""
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except OSError as err:
+        raise ConfigError(str(path), f"cannot read config: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(str(path), f"not valid YAML: {err}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "the config must be a mapping")
+    return data
+
+
+def _schema_error_line(config: dict[str, Any]) -> ConfigError:
+    """Re-run the schema with plain jsonschema to name the first offending key in one line."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    validator = jsonschema.Draft202012Validator(yaml.safe_load(SCHEMA.read_text()))
+    error = best_match(validator.iter_errors(config))
+    if error is None:  # pragma: no cover - snakemake and jsonschema disagree
+        return ConfigError("config", "rejected by the schema")
+    # oneOf failures: report the most specific branch error.
+    while error.context:
+        error = best_match(error.context)
+    key = ".".join(str(p) for p in error.absolute_path) or "config"
+    message = error.message
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        key = ".".join([*map(str, error.absolute_path), extra[0]]) if extra else key
+        message = f"unknown key (allowed: {allowed})"
+    return ConfigError(key, message)
+
+
+def validate_schema(config: dict[str, Any]) -> dict[str, Any]:
+    """Validate against the JSON schema and fill defaults; returns a new dict."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = copy.deepcopy(config)
+    try:
+        validate(config, str(SCHEMA), set_default=True)
+    except WorkflowError:
+        raise _schema_error_line(config) from None
+    return config
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One experiment's expanded grid and its cut into jobs."""
+
+    experiment: Experiment
+    grid: dict[str, list[float]]
+    seeds: list[int]
+    wildcards: tuple[str, ...]
+    options: dict[str, Any]
+    dtype: str
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+    def _order(self, axis: str) -> int:
+        return [*self.experiment.axis_names, SEED].index(axis)
+
+    def jobs(self) -> dict[str, JobSpec]:
+        """Jobs keyed by their path ``a~v/.../seed~k`` (no suffix)."""
+        fanned = [
+            self.seeds if axis == SEED else self.grid[axis] for axis in self.wildcards
+        ]
+        jobs = {}
+        for values in itertools.product(*fanned):
+            point = dict(zip(self.wildcards, values))
+            grid = {
+                axis: [point[axis]] if axis in point else list(vals)
+                for axis, vals in self.grid.items()
+            }
+            seeds = [point[SEED]] if SEED in point else list(self.seeds)
+            path = point_path(point, self._order) if point else "all"
+            jobs[path] = JobSpec(self.name, grid, seeds, dict(self.options), self.dtype)
+        return jobs
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated config: global settings and one plan per experiment."""
+
+    config: dict[str, Any]
+    plans: dict[str, Plan]
+
+    @property
+    def results(self) -> str:
+        return self.config["results"]
+
+    @property
+    def logs(self) -> str:
+        return self.config["logs"]
+
+
+def plan_experiment(name: str, section: dict[str, Any], dtype: str) -> Plan:
+    """Expand and check one experiment section (already schema-validated)."""
+    prefix = f"experiments.{name}"
+    try:
+        experiment = registry.get(name)
+    except KeyError as err:
+        raise ConfigError(prefix, str(err.args[0])) from None
+    grid = {
+        axis.name: axis.check(f"{prefix}.{axis.name}", expand(section[axis.name], f"{prefix}.{axis.name}"))
+        for axis in experiment.axes
+    }
+    seeds = expand_seeds(section["seeds"], f"{prefix}.seeds")
+    wildcards = tuple(section.get("wildcards") or experiment.default_wildcards)
+    known = (*experiment.axis_names, SEED)
+    for axis in wildcards:
+        if axis not in known:
+            raise ConfigError(f"{prefix}.wildcards", f"unknown axis {axis!r} (axes: {', '.join(known)})")
+    axis_keys = {*experiment.axis_names, "seeds", "wildcards"}
+    options = {k: v for k, v in section.items() if k not in axis_keys}
+    return Plan(experiment, grid, seeds, wildcards, options, dtype)
+
+
+def load_sweep(config: dict[str, Any]) -> Sweep:
+    """Validate a config dict (schema, then domains) and plan every experiment."""
+    config = validate_schema(config)
+    plans = {
+        name: plan_experiment(name, section, config["dtype"])
+        for name, section in config["experiments"].items()
+    }
+    return Sweep(config, plans)
+
+
+def experiment_defaults(name: str) -> dict[str, Any]:
+    """The schema defaults of one experiment section."""
+    return validate_schema({"experiments": {name: {}}})["experiments"][name]

@@ -1,0 +1,3 @@
+"""Built-in experiments; importing this package registers each of them."""
+
+from attnsweep.experiments import critical_scaling  # noqa: F401

@@ -1,0 +1,299 @@
+"""critical_scaling: paper 000, *Critical attention scaling in long-context transformers*.
+
+Tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` (Eq. 25) pass one pre-layer-norm attention
+layer with ``beta = gamma log n`` (Eqs. 3-5). Per (n, d, rho, gamma, alpha, seed) the job stores
+the angle ratio lambda (Eq. 26), the Jacobian norm eta (Eq. 27, Hutchinson, per probe), the
+effective number of attended tokens, and quantiles of the input and output pair cosines.
+Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coordinates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import xarray as xr
+from matplotlib.figure import Figure
+from tqdm import tqdm
+
+from attnsweep import rng
+from attnsweep.crossing import bootstrap_crossing, max_slope
+from attnsweep.experiments.critical_scaling import figures, kernel, theory
+from attnsweep.grid import Axis, format_value
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+NOISE = {
+    "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (notes 000 s1, s5)",
+    "standard": "z ~ N(0, I_d): the text's 'standard Gaussian'; eta is about d times smaller (notes 000 s1)",
+}
+DIMS = ("n", "d", "seed", "rho", "gamma", "alpha")
+ETA_LEVEL = 0.25  # eta / plateau at gamma_c, notes 000 s6 (Eq. 20), not 1/2.
+
+VARIABLES: dict[str, dict[str, str]] = {
+    "lambda": {"long_name": "input-to-output angle ratio lambda (Eq. 26)", "units": "1"},
+    "eta": {"long_name": "normalised Jacobian norm eta = ||dX'/dX||_F^2/(nd) (Eq. 27), Hutchinson mean", "units": "1"},
+    "eta_probe": {"long_name": "||J v||^2/(nd) for one Rademacher probe v (Hutchinson term of Eq. 27)", "units": "1"},
+    "eta_plateau": {"long_name": "supercritical eta limit (1 - 1/d) mean_i 1/||x_i||^2 (Eq. 24)", "units": "1"},
+    "n_eff": {"long_name": "effective number of attended tokens mean_i 1/sum_j A_ij^2 (App. C)", "units": "1"},
+    "cos_in_quantile": {"long_name": "quantiles of input pair cosines <y_i, y_j>", "units": "1"},
+    "cos_out_quantile": {"long_name": "quantiles of output pair cosines <y'_i, y'_j>", "units": "1"},
+}
+
+
+def draw_tokens(n: int, d: int, seed: int, noise: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``z_0`` (d,) and ``z`` (n, d) of Eq. 25, float64 on the CPU, shared by every rho and gamma."""
+    gen = rng.generator(CriticalScaling.name, {"n": n, "d": d}, seed, "tokens")
+    z = torch.randn(n + 1, d, generator=gen, dtype=torch.float64)
+    if noise == "scaled":
+        z /= math.sqrt(d)
+    return z[0], z[1:]
+
+
+def draw_probes(n: int, d: int, seed: int, count: int) -> torch.Tensor:
+    """``count`` Rademacher probes (count, n, d) as int8; the first k are the same for any count."""
+    gen = rng.generator(CriticalScaling.name, {"n": n, "d": d}, seed, "probes")
+    return torch.randint(0, 2, (count, n, d), generator=gen, dtype=torch.int8) * 2 - 1
+
+
+def on_grid(func: Any, **coords: xr.DataArray) -> xr.DataArray:
+    """Evaluate a numpy function of broadcast coordinates and label the result."""
+    arrays = xr.broadcast(*coords.values())
+    values = func(**{k: a.values for k, a in zip(coords, arrays)})
+    return xr.DataArray(values, coords=arrays[0].coords, dims=arrays[0].dims)
+
+
+@register
+class CriticalScaling(Experiment):
+    name = "critical_scaling"
+    title = "one attention layer, beta = gamma log n: contraction vs identity (Figures 1-2)"
+    paper = "000_334135bd8fd13e48.txt"
+    axes = (
+        Axis("n", "int", "number of tokens", low=2),
+        Axis("d", "int", "token dimension", low=1),
+        Axis("rho", "float", "shared component weight of Eq. 25", low=0, high=1, high_open=True),
+        Axis("gamma", "float", "attention scaling, beta = gamma log n", low=0),
+        Axis("alpha", "float", "residual weight of Eq. 5", low=0),
+    )
+    default_wildcards = ("n", "d", "seed")
+    random_axes = ("n", "d")
+
+    # ------------------------------------------------------------------ simulate
+    def simulate(
+        self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True
+    ) -> xr.Dataset:
+        grid, opts = job.grid, job.options
+        ns, ds, seeds = grid["n"], grid["d"], job.seeds
+        rhos, gammas, alphas = grid["rho"], grid["gamma"], grid["alpha"]
+        budget = int(opts["block_mib"]) << 20
+        shape = (len(ns), len(ds), len(seeds), len(rhos), len(gammas), len(alphas))
+        nan = np.nan
+        lam = np.full(shape, nan)
+        eta_probe = np.full((*shape, opts["probes"]), nan)
+        cos_out = np.full((*shape, len(kernel.QUANTILES)), nan)
+        n_eff = np.full(shape[:5], nan)
+        cos_in = np.full((*shape[:4], len(kernel.QUANTILES)), nan)
+        plateau = np.full(shape[:4], nan)
+        alpha_t = torch.tensor(alphas, dtype=dtype, device=device)
+
+        steps = itertools.product(enumerate(ns), enumerate(ds), enumerate(seeds), enumerate(rhos))
+        total = math.prod(shape[:4])
+        for (a, n), (b, d), (s, seed), (r, rho) in tqdm(
+            steps, total=total, desc=self.name, disable=not progress, mininterval=5
+        ):
+            if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
+                z0, z = draw_tokens(n, d, seed, opts["noise"])
+                z0, z = z0.to(device, dtype), z.to(device, dtype)
+                probes = draw_probes(n, d, seed, opts["probes"]).to(device, dtype)
+                lambda_pairs, quantile_pairs = self._pairs(n, seed, opts, device)
+                beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
+            x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
+            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_pairs, budget)
+            lam[a, b, s, r] = obs.lam.double().cpu().numpy()
+            eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
+            cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
+            n_eff[a, b, s, r] = obs.n_eff.double().cpu().numpy()
+            cos_in[a, b, s, r] = obs.cos_in.double().cpu().numpy()
+            plateau[a, b, s, r] = obs.eta_plateau.item()
+
+        ds_ = xr.Dataset(
+            {
+                "lambda": (DIMS, lam),
+                "eta": (DIMS, eta_probe.mean(-1)),
+                "eta_probe": ((*DIMS, "probe"), eta_probe),
+                "n_eff": (DIMS[:5], n_eff),
+                "cos_in_quantile": ((*DIMS[:4], "quantile"), cos_in),
+                "cos_out_quantile": ((*DIMS, "quantile"), cos_out),
+                "eta_plateau": (DIMS[:4], plateau),
+            },
+            coords={
+                "n": ns, "d": ds, "seed": seeds, "rho": rhos, "gamma": gammas, "alpha": alphas,
+                "probe": np.arange(opts["probes"]), "quantile": list(kernel.QUANTILES),
+            },
+        )
+        for var, attrs in VARIABLES.items():
+            ds_[var].attrs.update(attrs)
+        for axis in self.axes:
+            ds_[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
+        ds_["seed"].attrs.update(long_name="random seed")
+        ds_.attrs.update(
+            noise=opts["noise"],
+            noise_convention=NOISE[opts["noise"]],
+            lambda_pairs=(
+                "all pairs" if max(ns) <= opts["pair_subsample_n"]
+                else f"{opts['pair_samples']} uniform pairs where n > {opts['pair_subsample_n']}, all pairs below"
+            ),
+            quantile_pairs=f"all pairs up to {opts['quantile_pairs']} pairs, else that many uniform pairs",
+            hutchinson_probes=opts["probes"],
+        )
+        return ds_
+
+    @staticmethod
+    def _pairs(n: int, seed: int, opts: dict[str, Any], device: torch.device):
+        def sample(count: int, stream: str):
+            gen = rng.generator(CriticalScaling.name, {"n": n}, seed, stream)
+            return tuple(t.to(device) for t in kernel.pair_sample(n, count, gen))
+
+        lambda_pairs = None if n <= opts["pair_subsample_n"] else sample(opts["pair_samples"], "lambda_pairs")
+        if n * (n - 1) // 2 <= opts["quantile_pairs"]:
+            quantile_pairs = tuple(t.to(device) for t in kernel.all_pairs(n))
+        else:
+            quantile_pairs = sample(opts["quantile_pairs"], "quantile_pairs")
+        return lambda_pairs, quantile_pairs
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        k = sweep.sizes["seed"]
+
+        def sem(da: xr.DataArray) -> xr.DataArray:
+            return da.std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0), np.nan)
+
+        eta_normalized = sweep["eta"] / sweep["eta_plateau"]
+        out = xr.Dataset(
+            {
+                "lambda": sweep["lambda"].mean("seed"),
+                "lambda_se": sem(sweep["lambda"]),
+                "eta": sweep["eta"].mean("seed"),
+                "eta_se": sem(sweep["eta"]),
+                "eta_hutchinson_se": np.sqrt(
+                    (sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]).sum("seed")
+                )
+                / k,
+                "eta_normalized": eta_normalized.mean("seed"),
+                "eta_normalized_se": sem(eta_normalized),
+                "eta_plateau": sweep["eta_plateau"].mean("seed"),
+                "n_eff": sweep["n_eff"].mean("seed"),
+                "n_eff_se": sem(sweep["n_eff"]),
+                "cos_in_quantile": sweep["cos_in_quantile"].mean("seed"),
+                "cos_out_quantile": sweep["cos_out_quantile"].mean("seed"),
+            }
+        )
+        for var in ("lambda", "eta", "eta_plateau", "n_eff", "cos_in_quantile", "cos_out_quantile"):
+            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
+        out["eta_normalized"].attrs.update(long_name="eta / eta_plateau, seed mean", units="1")
+        for var in ("lambda", "eta", "eta_normalized", "n_eff"):
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        out["eta_hutchinson_se"].attrs.update(long_name="part of eta_se due to the finite probe count", units="1")
+        out = out.compute()
+        out.update(self.theory(out))
+        out.attrs.update(sweep.attrs)
+        out.attrs["seeds"] = k
+        return out
+
+    @staticmethod
+    def theory(summary: xr.Dataset) -> xr.Dataset:
+        """Closed forms on the summary's coordinates (q = 1 simplex; notes 000 s4)."""
+        n, d, rho, gamma, alpha = (summary[c].astype(float) for c in ("n", "d", "rho", "gamma", "alpha"))
+        eta_simplex = on_grid(lambda n, d, rho, gamma: theory.simplex_eta(n, d, rho, gamma), n=n, d=d, rho=rho, gamma=gamma)
+        out = xr.Dataset(
+            {
+                "gamma_critical": on_grid(lambda rho: theory.gamma_critical(rho), rho=rho),
+                "lambda_critical": on_grid(lambda rho, alpha: theory.lambda_critical(rho, alpha), rho=rho, alpha=alpha),
+                "lambda_simplex": on_grid(theory.simplex_lambda, n=n, rho=rho, gamma=gamma, alpha=alpha),
+                "lambda_limit": on_grid(theory.lambda_limit, rho=rho, gamma=gamma, alpha=alpha),
+                "eta_simplex": eta_simplex.where(alpha == 0),
+                "eta_limit": on_grid(theory.eta_limit, d=d, rho=rho, gamma=gamma).where(alpha == 0),
+            }
+        )
+        attrs = {
+            "gamma_critical": "critical scaling gamma_c = 1/(1 - rho) (Theorem 2.1)",
+            "lambda_critical": "lambda at gamma_c as n -> inf (Eq. 6; 1/(1+3 rho) for alpha = 0, Eq. 7)",
+            "lambda_simplex": "exact finite-n lambda on the simplex, q = 1 (Lemmas A.3-A.4)",
+            "lambda_limit": "n -> inf limit of lambda on the simplex (Theorem 2.1, Eqs. 6-7)",
+            "eta_simplex": "exact finite-n eta on the simplex, q = 1, alpha = 0 (Eq. 86, Eq. 90 corrected)",
+            "eta_limit": "n -> inf limit of eta on the simplex, alpha = 0 (Theorem 2.3)",
+        }
+        for var, long_name in attrs.items():
+            out[var].attrs.update(long_name=long_name, units="1")
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """gamma*(rho; n, d, alpha): lambda crossing lambda_c(rho) and eta/plateau crossing 1/4."""
+        gamma = sweep["gamma"].values
+        order = ("n", "d", "rho", "alpha", "seed", "gamma")
+        lam = sweep["lambda"].transpose(*order).values
+        level = summary["lambda_critical"].broadcast_like(sweep["lambda"].isel(seed=0, gamma=0))
+        level = level.transpose("n", "d", "rho", "alpha").values
+        eta = (sweep["eta"] / sweep["eta_plateau"]).transpose(*order).values
+        eta = np.where((sweep["alpha"].values == 0)[None, None, None, :, None, None], eta, np.nan)
+        dims = ("n", "d", "rho", "alpha")
+        coords = {c: sweep[c].values for c in dims}
+        out = xr.Dataset(coords=coords)
+        for obs, samples, lv in (("lambda", lam, level), ("eta", eta, ETA_LEVEL)):
+            est, low, high = bootstrap_crossing(gamma, samples, lv)
+            out[f"gamma_star_{obs}"] = (dims, est)
+            out[f"gamma_star_{obs}_low"] = (dims, low)
+            out[f"gamma_star_{obs}_high"] = (dims, high)
+            out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, samples.mean(-2)))
+            out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
+        out["gamma_critical"] = summary["gamma_critical"]
+        for obs, what in (("lambda", "seed-mean lambda crosses lambda_critical(rho, alpha)"),
+                          ("eta", f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)")):
+            out[f"gamma_star_{obs}"].attrs.update(long_name=f"gamma where {what}", units="1")
+            out[f"gamma_star_{obs}_low"].attrs.update(long_name="2.5% bootstrap-over-seeds quantile", units="1")
+            out[f"gamma_star_{obs}_high"].attrs.update(long_name="97.5% bootstrap-over-seeds quantile", units="1")
+            out[f"gamma_max_slope_{obs}"].attrs.update(long_name=f"gamma of the steepest rise of {obs}", units="1")
+            out[f"gamma_star_{obs}_scaled"].attrs.update(long_name="gamma* (1 - rho), -> 1 as n, d grow", units="1")
+        out.attrs.update(summary.attrs, eta_level=ETA_LEVEL)
+        table = self._table(out)
+        return table, out
+
+    @staticmethod
+    def _table(bnd: xr.Dataset) -> pd.DataFrame:
+        rows = []
+        for obs in ("lambda", "eta"):
+            frame = bnd[[f"gamma_star_{obs}", f"gamma_star_{obs}_low", f"gamma_star_{obs}_high",
+                         f"gamma_max_slope_{obs}", "gamma_critical"]].to_dataframe().reset_index()
+            frame = frame.rename(columns={
+                f"gamma_star_{obs}": "gamma_star", f"gamma_star_{obs}_low": "ci_low",
+                f"gamma_star_{obs}_high": "ci_high", f"gamma_max_slope_{obs}": "gamma_max_slope",
+            })
+            frame.insert(0, "observable", obs)
+            rows.append(frame)
+        table = pd.concat(rows, ignore_index=True)
+        table["gamma_star_times_1_minus_rho"] = table["gamma_star"] * (1 - table["rho"])
+        table = table.dropna(subset=["gamma_star", "gamma_max_slope"], how="all")
+        return table[["observable", "n", "d", "rho", "alpha", "gamma_star", "ci_low", "ci_high",
+                      "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_critical"]]
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]]) -> list[FigureSpec]:
+        specs = []
+        for n in grid["n"]:
+            tag = f"n~{format_value(n)}"
+            specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid)))
+            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid)))
+        specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid)))
+        return specs
+
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        if name == "finite_size":
+            return figures.finite_size(boundary)
+        observable, _, n = name.partition("_n~")
+        if observable not in ("lambda", "eta") or not n:
+            raise KeyError(f"{self.name} draws no figure {name!r}")
+        return figures.heatmaps(observable, int(n), summary, boundary)

@@ -1,0 +1,45 @@
+"""The code path every simulate job takes, from Snakemake or from ``attnsweep run``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from attnsweep import registry
+from attnsweep.device import resolve_device, resolve_dtype
+from attnsweep.registry import JobSpec
+from attnsweep.store import provenance, write_atomic
+
+log = logging.getLogger("attnsweep")
+
+
+def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int | None = None,
+            progress: bool = True) -> Path:
+    """Simulate ``spec`` on ``device`` and write its store atomically to ``out``."""
+    experiment = registry.get(spec.experiment)
+    torch_device = resolve_device(device)  # type: ignore[arg-type]
+    dtype = resolve_dtype(spec.dtype)  # type: ignore[arg-type]
+    if threads:
+        torch.set_num_threads(threads)
+    log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
+    start = time.perf_counter()
+    ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
+    wall = time.perf_counter() - start
+    ds.attrs.update(
+        provenance(
+            experiment=spec.experiment,
+            paper=experiment.paper,
+            job=spec.to_dict(),
+            device=str(torch_device),
+            device_name=torch.cuda.get_device_name(torch_device) if torch_device.type == "cuda" else "cpu",
+            dtype=spec.dtype,
+            torch_threads=torch.get_num_threads(),
+            wall_time_s=round(wall, 3),
+        )
+    )
+    path = write_atomic(ds, out)
+    log.info("%s: done in %.2f s", out, wall)
+    return path

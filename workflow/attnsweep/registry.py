@@ -1,0 +1,145 @@
+"""The one extension point: an experiment, registered by name.
+
+An experiment module subclasses :class:`Experiment` and decorates it with :func:`register`.
+The generic rules and the CLI only ever see this contract (like SciPy's ``METHODS`` of
+``OdeSolver`` classes, or xarray's backend entry points).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pandas as pd
+import torch
+import xarray as xr
+from matplotlib.figure import Figure
+
+from attnsweep.grid import Axis, format_value
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything one simulate job needs; JSON-serialisable through :meth:`to_dict`.
+
+    ``grid`` holds every axis (fanned-out ones as one-element lists), ``seeds`` the seeds
+    of the job, ``options`` the experiment's non-axis settings.
+    """
+
+    experiment: str
+    grid: dict[str, list[float]]
+    seeds: list[int]
+    options: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "grid": self.grid,
+            "seeds": self.seeds,
+            "options": self.options,
+            "dtype": self.dtype,
+        }
+
+    @classmethod
+    def from_dict(cls, spec: dict[str, Any]) -> JobSpec:
+        return cls(
+            experiment=spec["experiment"],
+            grid={k: list(v) for k, v in spec["grid"].items()},
+            seeds=[int(s) for s in spec["seeds"]],
+            options=dict(spec["options"]),
+            dtype=spec["dtype"],
+        )
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure an experiment draws: file stem and report caption."""
+
+    name: str
+    caption: str
+
+
+class Experiment(ABC):
+    """Contract of an experiment module.
+
+    Class attributes
+    ----------------
+    name : registry key and config section.
+    title, paper : one-line description and the paper file it implements.
+    axes : grid axes in canonical order (the seed axis is implicit and comes last).
+    default_wildcards : axes fanned out as jobs unless the config says otherwise.
+    random_axes : axes on which the random draws depend (the rest share common random numbers).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    paper: ClassVar[str]
+    axes: ClassVar[tuple[Axis, ...]]
+    default_wildcards: ClassVar[tuple[str, ...]]
+    random_axes: ClassVar[tuple[str, ...]]
+    noise_convention: ClassVar[str] = ""
+
+    def axis(self, name: str) -> Axis:
+        return {a.name: a for a in self.axes}[name]
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+    @abstractmethod
+    def simulate(
+        self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True
+    ) -> xr.Dataset:
+        """Run one job: a Dataset with every axis and ``seed`` as dimensions."""
+
+    @abstractmethod
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        """Statistics over seeds plus theory on the same coordinates."""
+
+    @abstractmethod
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """Phase boundaries with their uncertainty, as a table and as a Dataset."""
+
+    @abstractmethod
+    def figures(self, grid: dict[str, list[float]]) -> list[FigureSpec]:
+        """The figures this experiment draws for a grid."""
+
+    @abstractmethod
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        """Draw figure ``name`` from the reduced data."""
+
+
+REGISTRY: dict[str, Experiment] = {}
+
+
+def register(cls: type[Experiment]) -> type[Experiment]:
+    """Class decorator: instantiate and register an experiment under ``cls.name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"experiment {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls()
+    return cls
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment ``name`` (importing the built-in experiments first)."""
+    import attnsweep.experiments  # noqa: F401  (registers the built-ins)
+
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise KeyError(f"unknown experiment {name!r} (known: {known})") from None
+
+
+def names() -> list[str]:
+    import attnsweep.experiments  # noqa: F401
+
+    return sorted(REGISTRY)
+
+
+def point_path(point: dict[str, float], order: Callable[[str], int]) -> str:
+    """Paramspace-style path ``a~v/b~w`` of a fanned-out point, axes in canonical order."""
+    return "/".join(f"{k}~{format_value(point[k])}" for k in sorted(point, key=order))

@@ -1,0 +1,48 @@
+# Helpers shared by the rules: the validated sweep and the path functions built from it.
+import sys
+
+from attnsweep.config import load_sweep
+from attnsweep.errors import ConfigError
+
+try:
+    SWEEP = load_sweep(config)
+except ConfigError as err:
+    # One line naming the offending key, before any job is scheduled; no traceback.
+    print(f"attnsweep: config error: {err}", file=sys.stderr)
+    sys.exit(1)
+
+RESULTS = SWEEP.results
+LOGS = SWEEP.logs
+JOBS = {name: plan.jobs() for name, plan in SWEEP.plans.items()}
+FIGURES = {name: plan.experiment.figures(plan.grid) for name, plan in SWEEP.plans.items()}
+
+
+wildcard_constraints:
+    experiment="|".join(SWEEP.plans),
+    point=r"[A-Za-z_]\w*~[^/~]+(/[A-Za-z_]\w*~[^/~]+)*|all",
+    figure=r"[^/]+",
+
+
+def run_paths(wildcards):
+    """Every run store of one experiment: the inputs of collect."""
+    return [f"{RESULTS}/{wildcards.experiment}/runs/{p}.zarr" for p in JOBS[wildcards.experiment]]
+
+
+def job_spec(wildcards):
+    """The JSON-able job of one simulate job (Snakemake reruns it when this changes)."""
+    return JOBS[wildcards.experiment][wildcards.point].to_dict()
+
+
+def figure_caption(wildcards):
+    specs = {f.name: f.caption for f in FIGURES[wildcards.experiment]}
+    return specs[wildcards.figure]
+
+
+def final_outputs():
+    """Every figure and boundary of every configured experiment."""
+    outputs = []
+    for name in SWEEP.plans:
+        outputs += [f"{RESULTS}/{name}/boundary.csv", f"{RESULTS}/{name}/boundary.zarr"]
+        for fig in FIGURES[name]:
+            outputs += [f"{RESULTS}/{name}/figures/{fig.name}.{ext}" for ext in ("png", "pdf")]
+    return outputs
