@@ -10,14 +10,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import pandas as pd
-import torch
-import xarray as xr
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attnsweep.grid import Axis, format_value
+
+if TYPE_CHECKING:  # kept out of the import path of every job
+    import pandas as pd
+    import torch
+    import xarray as xr
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)

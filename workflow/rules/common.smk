@@ -1,4 +1,5 @@
 # Helpers shared by the rules: the validated sweep and the path functions built from it.
+import json
 import sys
 
 from attnsweep.config import load_sweep
@@ -11,6 +12,7 @@ except ConfigError as err:
     print(f"attnsweep: config error: {err}", file=sys.stderr)
     sys.exit(1)
 
+PYTHON = sys.executable  # the interpreter running snakemake has attnsweep installed
 RESULTS = SWEEP.results
 LOGS = SWEEP.logs
 JOBS = {name: plan.jobs() for name, plan in SWEEP.plans.items()}
@@ -29,8 +31,8 @@ def run_paths(wildcards):
 
 
 def job_spec(wildcards):
-    """The JSON-able job of one simulate job (Snakemake reruns it when this changes)."""
-    return JOBS[wildcards.experiment][wildcards.point].to_dict()
+    """The job of one simulate job as JSON text (Snakemake reruns the job when it changes)."""
+    return json.dumps(JOBS[wildcards.experiment][wildcards.point].to_dict(), sort_keys=True)
 
 
 def figure_caption(wildcards):

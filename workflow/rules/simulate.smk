@@ -1,11 +1,12 @@
 # One job = one block of the grid = one zarr v3 store, renamed into place when complete.
+# A shell job (not `script:`) keeps snakemake's own imports out of the per-job overhead.
 
 
 rule simulate:
     output:
         store=directory(f"{RESULTS}/{{experiment}}/runs/{{point}}.zarr"),
     params:
-        job=job_spec,
+        spec=job_spec,
         device=SWEEP.config["device"],
     log:
         f"{LOGS}/{{experiment}}/simulate/{{point}}.log",
@@ -14,5 +15,6 @@ rule simulate:
     threads: SWEEP.config["threads"]
     resources:
         gpu=0,
-    script:
-        "../../scripts/simulate.py"
+    shell:
+        "{PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
+        " --device {params.device} --threads {threads} > {log:q} 2>&1"

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import torch
 import xarray as xr
-from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from attnsweep import rng
 from attnsweep.crossing import bootstrap_crossing, max_slope
-from attnsweep.experiments.critical_scaling import figures, kernel, theory
+from attnsweep.experiments.critical_scaling import kernel, theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 NOISE = {
     "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (notes 000 s1, s5)",
@@ -238,6 +240,8 @@ class CriticalScaling(Experiment):
         lam = sweep["lambda"].transpose(*order).values
         level = summary["lambda_critical"].broadcast_like(sweep["lambda"].isel(seed=0, gamma=0))
         level = level.transpose("n", "d", "rho", "alpha").values
+        # rho = 0, alpha = 0: lambda_c = 1 is also the supercritical limit, so no crossing exists.
+        level = np.where(level < 1 - 1e-9, level, np.nan)
         eta = (sweep["eta"] / sweep["eta_plateau"]).transpose(*order).values
         eta = np.where((sweep["alpha"].values == 0)[None, None, None, :, None, None], eta, np.nan)
         dims = ("n", "d", "rho", "alpha")
@@ -282,6 +286,8 @@ class CriticalScaling(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]]) -> list[FigureSpec]:
+        from attnsweep.experiments.critical_scaling import figures  # matplotlib: not in simulate jobs
+
         specs = []
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
@@ -291,6 +297,8 @@ class CriticalScaling(Experiment):
         return specs
 
     def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        from attnsweep.experiments.critical_scaling import figures
+
         if name == "finite_size":
             return figures.finite_size(boundary)
         observable, _, n = name.partition("_n~")

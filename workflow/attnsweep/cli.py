@@ -1,0 +1,150 @@
+"""Command line: ``attnsweep experiments | run | validate | job``.
+
+``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
+domain checks as the workflow, and runs it through :func:`attnsweep.jobs.run_job`, the code
+path of the simulate rule (which calls ``attnsweep job``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from attnsweep.errors import ConfigError
+
+GLOBAL_KEYS = ("device", "dtype", "threads")
+
+
+def parse_value(text: str) -> Any:
+    """``1,1.5,2`` -> [1, 1.5, 2]; ``16`` -> 16; ``float64`` -> "float64"; ``true`` -> True."""
+    def scalar(item: str) -> Any:
+        for cast in (int, float):
+            try:
+                return cast(item)
+            except ValueError:
+                pass
+        return {"true": True, "false": False}.get(item.lower(), item)
+
+    if "," in text:
+        return [scalar(item) for item in text.split(",") if item]
+    return scalar(text)
+
+
+def config_from_pairs(experiment: str, pairs: list[str]) -> dict[str, Any]:
+    """A config dict with one experiment section from ``key=value`` pairs; every axis batched."""
+    from attnsweep import registry
+
+    try:
+        axes = registry.get(experiment).axis_names
+    except KeyError as err:
+        raise ConfigError("experiment", str(err.args[0])) from None
+    config: dict[str, Any] = {"experiments": {experiment: {"wildcards": []}}}
+    section = config["experiments"][experiment]
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(pair, "expected key=value")
+        value = parse_value(text)
+        if key in GLOBAL_KEYS:
+            config[key] = value
+        else:
+            if key in axes and not isinstance(value, list):
+                value = [value]
+            section[key] = value
+    return config
+
+
+def cmd_experiments(_: argparse.Namespace) -> None:
+    from attnsweep import registry
+    from attnsweep.config import experiment_defaults
+
+    for name in registry.names():
+        exp = registry.get(name)
+        defaults = experiment_defaults(name)
+        print(f"{name}: {exp.title}  [paper {exp.paper}]")
+        print(f"  wildcards (default): {', '.join(exp.default_wildcards)}; other axes batched per job")
+        for axis in exp.axes:
+            print(f"  axis {axis.name:<7} {axis.kind:<5} {axis.domain():<12} default {json.dumps(defaults[axis.name])}"
+                  f"  ({axis.long_name})")
+        print(f"  seeds   default {json.dumps(defaults['seeds'])}")
+        for key, value in defaults.items():
+            if key not in (*exp.axis_names, "seeds", "wildcards"):
+                print(f"  option  {key} = {json.dumps(value)}")
+
+
+def cmd_validate(args: argparse.Namespace) -> None:
+    from attnsweep.config import load_sweep, load_yaml
+
+    sweep = load_sweep(load_yaml(args.config))
+    for name, plan in sweep.plans.items():
+        sizes = " x ".join(f"{axis} {len(vals)}" for axis, vals in plan.grid.items())
+        print(f"{name}: {len(plan.jobs())} jobs ({sizes} x seeds {len(plan.seeds)}; "
+              f"wildcards {', '.join(plan.wildcards) or 'none'})")
+    print(f"{args.config}: valid")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from attnsweep.config import load_sweep
+    from attnsweep.jobs import run_job
+
+    sweep = load_sweep(config_from_pairs(args.experiment, args.pairs))
+    (spec,) = sweep.plans[args.experiment].jobs().values()
+    run_job(spec, args.out, device=sweep.config["device"], threads=sweep.config["threads"],
+            progress=not args.quiet)
+    print(args.out)
+
+
+def cmd_job(args: argparse.Namespace) -> None:
+    from attnsweep.jobs import run_job
+    from attnsweep.registry import JobSpec
+
+    run_job(JobSpec.from_dict(json.loads(args.spec)), args.out, device=args.device,
+            threads=args.threads)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnsweep", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("experiments", help="list experiments with their axes and defaults")
+    p.set_defaults(func=cmd_experiments)
+
+    p = sub.add_parser("validate", help="check a config as the workflow would")
+    p.add_argument("config")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="run one job outside Snakemake",
+                       epilog="example: attnsweep run critical_scaling n=256 d=64 gamma=1,1.5,2 "
+                              "seeds=16 dtype=float64 --out point.zarr")
+    p.add_argument("experiment")
+    p.add_argument("pairs", nargs="*", metavar="key=value",
+                   help="axis values (comma lists), seeds (count or list), options, device, dtype, threads")
+    p.add_argument("--out", required=True, help="output zarr store")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("job", help="run a JSON job spec (what the simulate rule calls)")
+    p.add_argument("spec")
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int, default=None)
+    p.set_defaults(func=cmd_job)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    try:
+        args.func(args)
+    except ConfigError as err:
+        print(f"attnsweep: config error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
