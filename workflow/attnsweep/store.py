@@ -12,6 +12,7 @@ import os
 import platform
 import shutil
 import subprocess
+import warnings
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -73,4 +74,7 @@ def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
 
 def open_store(path: str | Path, chunks: Any = None) -> xr.Dataset:
     """Open a store written by :func:`write_atomic` (lazily with dask when ``chunks`` is given)."""
-    return xr.open_zarr(path, zarr_format=3, consolidated=False, chunks=chunks)
+    with warnings.catch_warnings():
+        # Snakemake marks directory outputs with a .snakemake_timestamp file, which zarr notes.
+        warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
+        return xr.open_zarr(path, zarr_format=3, consolidated=False, chunks=chunks)

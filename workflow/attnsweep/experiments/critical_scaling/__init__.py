@@ -110,10 +110,10 @@ class CriticalScaling(Experiment):
                 z0, z = draw_tokens(n, d, seed, opts["noise"])
                 z0, z = z0.to(device, dtype), z.to(device, dtype)
                 probes = draw_probes(n, d, seed, opts["probes"]).to(device, dtype)
-                lambda_pairs, quantile_pairs = self._pairs(n, seed, opts, device)
+                lambda_pairs, quantile_tokens = self._pairs(n, seed, opts, device)
                 beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
-            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_pairs, budget)
+            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget)
             lam[a, b, s, r] = obs.lam.double().cpu().numpy()
             eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
             cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
@@ -148,23 +148,23 @@ class CriticalScaling(Experiment):
                 "all pairs" if max(ns) <= opts["pair_subsample_n"]
                 else f"{opts['pair_samples']} uniform pairs where n > {opts['pair_subsample_n']}, all pairs below"
             ),
-            quantile_pairs=f"all pairs up to {opts['quantile_pairs']} pairs, else that many uniform pairs",
+            quantile_pairs=f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly",
             hutchinson_probes=opts["probes"],
         )
         return ds_
 
     @staticmethod
     def _pairs(n: int, seed: int, opts: dict[str, Any], device: torch.device):
-        def sample(count: int, stream: str):
-            gen = rng.generator(CriticalScaling.name, {"n": n}, seed, stream)
-            return tuple(t.to(device) for t in kernel.pair_sample(n, count, gen))
-
-        lambda_pairs = None if n <= opts["pair_subsample_n"] else sample(opts["pair_samples"], "lambda_pairs")
-        if n * (n - 1) // 2 <= opts["quantile_pairs"]:
-            quantile_pairs = tuple(t.to(device) for t in kernel.all_pairs(n))
-        else:
-            quantile_pairs = sample(opts["quantile_pairs"], "quantile_pairs")
-        return lambda_pairs, quantile_pairs
+        """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
+        lambda_pairs = None
+        if n > opts["pair_subsample_n"]:
+            gen = rng.generator(CriticalScaling.name, {"n": n}, seed, "lambda_pairs")
+            lambda_pairs = tuple(t.to(device) for t in kernel.pair_sample(n, opts["pair_samples"], gen))
+        tokens = torch.arange(n)
+        if n > opts["quantile_tokens"]:
+            gen = rng.generator(CriticalScaling.name, {"n": n}, seed, "quantile_tokens")
+            tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
+        return lambda_pairs, tokens.to(device)
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

@@ -115,18 +115,15 @@ def pair_sample(n: int, count: int, generator: torch.Generator) -> tuple[Tensor,
     return i, j
 
 
-def all_pairs(n: int) -> tuple[Tensor, Tensor]:
-    """Every pair ``i < j``."""
-    return torch.triu_indices(n, n, offset=1)
+def cosine_quantiles(y: Tensor, tokens: Tensor, levels: Tensor) -> Tensor:
+    """Quantiles (..., q) of the cosines ``<y_i, y_j>`` over all pairs ``i < j`` of ``tokens``.
 
-
-def cosine_quantiles(y: Tensor, i: Tensor, j: Tensor, levels: Tensor, budget_bytes: int) -> Tensor:
-    """Quantiles (..., q) of the pairwise cosines ``<y_i, y_j>`` over the pairs ``(i, j)``."""
-    per_pair = 2 * y[..., 0, :].numel() * y.element_size()
-    cos = torch.cat(
-        [(y[..., i[c], :] * y[..., j[c], :]).sum(-1) for c in row_blocks(i.numel(), per_pair, budget_bytes)],
-        dim=-1,
-    )
+    ``tokens`` indexes all tokens or a uniform random subset of them; the pair cosines come
+    from one Gram matrix of that subset.
+    """
+    sub = y[..., tokens, :]
+    i, j = torch.triu_indices(tokens.numel(), tokens.numel(), offset=1, device=y.device)
+    cos = (sub @ sub.transpose(-1, -2))[..., i, j]
     flat = cos.reshape(-1, cos.shape[-1])
     rows_per_call = max(1, (1 << 24) // flat.shape[-1])  # torch.quantile's input-size limit
     q = torch.cat(
@@ -158,13 +155,18 @@ def jacobian_probe_norms(
     dy = (probes - y * (probes * y).sum(-1, keepdim=True)) / norm  # (m, n, d)
     sq = torch.zeros(beta.numel(), m, dtype=x.dtype, device=x.device)
     dot = torch.zeros_like(sq)
-    b_ = beta[None, :, None, None]
-    for rows in row_blocks(n, 4 * m * beta.numel() * n * x.element_size(), budget_bytes):
+    n_beta, d = beta.numel(), x.shape[1]
+    dy_cols = dy.permute(1, 0, 2).reshape(n, m * d)  # (n, m d): one GEMM serves every probe
+    dy_t = dy.transpose(-1, -2).permute(1, 0, 2).reshape(d, m * n)  # (d, m n)
+    for rows in row_blocks(n, 4 * m * n_beta * n * x.element_size(), budget_bytes):
+        b = rows.stop - rows.start
         _, attn = attention_rows(y[rows], y, beta)  # (B, b, n)
-        d_scores = dy[:, rows] @ y.T + y[rows] @ dy.transpose(-1, -2)  # (m, b, n)
-        d_scores = b_ * d_scores[:, None]  # (m, B, b, n)
+        d_scores = (dy[:, rows].reshape(m * b, d) @ y.T).reshape(m, b, n)
+        d_scores += (y[rows] @ dy_t).reshape(b, m, n).transpose(0, 1)  # (m, b, n)
+        d_scores = beta[None, :, None, None] * d_scores[:, None]  # (m, B, b, n)
         d_attn = attn * (d_scores - (attn * d_scores).sum(-1, keepdim=True))
-        jv = d_attn @ y + attn @ dy[:, None]  # (m, B, b, d)
+        jv = (d_attn.reshape(m * n_beta * b, n) @ y).reshape(m, n_beta, b, d)
+        jv += (attn.reshape(n_beta * b, n) @ dy_cols).reshape(n_beta, b, m, d).permute(2, 0, 1, 3)
         sq += jv.square().sum((-1, -2)).T
         dot += (jv * probes[:, None, rows]).sum((-1, -2)).T
     return sq, dot
@@ -192,12 +194,13 @@ def observe(
     alpha: Tensor,
     probes: Tensor,
     lambda_pairs: tuple[Tensor, Tensor] | None,
-    quantile_pairs: tuple[Tensor, Tensor],
+    quantile_tokens: Tensor,
     budget_bytes: int,
 ) -> LayerObservables:
     """All observables of paper 000 for one token matrix ``x`` (n, d).
 
     ``lambda_pairs`` None means the exact mean over all pairs; otherwise the sampled pairs.
+    Cosine quantiles are taken over all pairs among ``quantile_tokens``.
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
     tokens (sum of the diagonal blocks of Eq. 24; notes 000 section 1).
     """
@@ -211,9 +214,8 @@ def observe(
         lam = angle_ratio_all_pairs(y, y_out, budget_bytes)
     else:
         lam = angle_ratio_pairs(y, y_out, *lambda_pairs, budget_bytes)
-    qi, qj = quantile_pairs
-    cos_in = cosine_quantiles(y, qi, qj, levels, budget_bytes)
-    cos_out = cosine_quantiles(y_out, qi, qj, levels, budget_bytes)
+    cos_in = cosine_quantiles(y, quantile_tokens, levels)
+    cos_out = cosine_quantiles(y_out, quantile_tokens, levels)
 
     sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
     a = alpha[None, :, None]
