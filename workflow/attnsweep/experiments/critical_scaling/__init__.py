@@ -109,7 +109,7 @@ class CriticalScaling(Experiment):
             if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
                 z0, z = draw_tokens(n, d, seed, opts["noise"])
                 z0, z = z0.to(device, dtype), z.to(device, dtype)
-                probes = draw_probes(n, d, seed, opts["probes"]).to(device, dtype)
+                probes = draw_probes(n, d, seed, opts["probes"]).to(device)  # int8
                 lambda_pairs, quantile_tokens = self._pairs(n, seed, opts, device)
                 beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z

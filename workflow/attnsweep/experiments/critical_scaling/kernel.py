@@ -137,7 +137,8 @@ def jacobian_probe_norms(
 ) -> tuple[Tensor, Tensor]:
     """``||J v||^2`` and ``<J v, v>`` for ``J = d ATT(N(X)) / dX`` (Eq. 16, alpha = 0).
 
-    ``x`` (n, d), ``beta`` (B,), ``probes`` (m, n, d); returns two (B, m) tensors. Forward-mode
+    ``x`` (n, d), ``beta`` (B,), ``probes`` (m, n, d) of +-1 (any dtype, int8 saves memory);
+    returns two (B, m) tensors. Forward-mode
     JVP written out, so the primal attention is formed once per row block and shared by all
     probes (a ``vmap`` of ``torch.func.jvp`` computes the same, as the tests check, but costs
     ~2 s of one-off initialisation per process):
@@ -148,27 +149,27 @@ def jacobian_probe_norms(
 
     The residual term of Eq. 5 adds ``alpha v``, which the caller applies in closed form.
     """
-    n = x.shape[0]
-    m = probes.shape[0]
+    n, d = x.shape
+    m, n_beta = probes.shape[0], beta.numel()
     norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
     y = x / norm
-    dy = (probes - y * (probes * y).sum(-1, keepdim=True)) / norm  # (m, n, d)
-    sq = torch.zeros(beta.numel(), m, dtype=x.dtype, device=x.device)
+    dy = torch.empty((m, n, d), dtype=x.dtype, device=x.device)
+    for k in range(m):  # probe by probe: probes may be int8, never a second float copy
+        v = probes[k].to(x.dtype)
+        dy[k] = (v - y * (v * y).sum(-1, keepdim=True)) / norm
+    sq = torch.zeros(n_beta, m, dtype=x.dtype, device=x.device)
     dot = torch.zeros_like(sq)
-    n_beta, d = beta.numel(), x.shape[1]
-    dy_cols = dy.permute(1, 0, 2).reshape(n, m * d)  # (n, m d): one GEMM serves every probe
-    dy_t = dy.transpose(-1, -2).permute(1, 0, 2).reshape(d, m * n)  # (d, m n)
     for rows in row_blocks(n, 4 * m * n_beta * n * x.element_size(), budget_bytes):
         b = rows.stop - rows.start
         _, attn = attention_rows(y[rows], y, beta)  # (B, b, n)
         d_scores = (dy[:, rows].reshape(m * b, d) @ y.T).reshape(m, b, n)
-        d_scores += (y[rows] @ dy_t).reshape(b, m, n).transpose(0, 1)  # (m, b, n)
+        d_scores += y[rows] @ dy.transpose(-1, -2)  # (m, b, n)
         d_scores = beta[None, :, None, None] * d_scores[:, None]  # (m, B, b, n)
         d_attn = attn * (d_scores - (attn * d_scores).sum(-1, keepdim=True))
         jv = (d_attn.reshape(m * n_beta * b, n) @ y).reshape(m, n_beta, b, d)
-        jv += (attn.reshape(n_beta * b, n) @ dy_cols).reshape(n_beta, b, m, d).permute(2, 0, 1, 3)
+        jv += (attn.reshape(n_beta * b, n) @ dy).reshape(m, n_beta, b, d)
         sq += jv.square().sum((-1, -2)).T
-        dot += (jv * probes[:, None, rows]).sum((-1, -2)).T
+        dot += (jv * probes[:, None, rows].to(x.dtype)).sum((-1, -2)).T
     return sq, dot
 
 
