@@ -138,7 +138,7 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str) -> Plan:
         for axis in experiment.axes
     }
     seeds = expand_seeds(section["seeds"], f"{prefix}.seeds")
-    wildcards = tuple(section.get("wildcards") or experiment.default_wildcards)
+    wildcards = tuple(section["wildcards"] if "wildcards" in section else experiment.default_wildcards)
     known = (*experiment.axis_names, SEED)
     for axis in wildcards:
         if axis not in known:

@@ -35,14 +35,13 @@ def row_blocks(n: int, bytes_per_row: int, budget_bytes: int) -> list[slice]:
     return [slice(i, min(i + rows, n)) for i in range(0, n, rows)]
 
 
-def attention_rows(y_rows: Tensor, y: Tensor, beta: Tensor) -> tuple[Tensor, Tensor]:
-    """Attention of the rows ``y_rows`` (b, d) over all tokens ``y`` (n, d), for each beta (B,).
+def attention_weights(y_rows: Tensor, y: Tensor, beta: Tensor) -> Tensor:
+    """``A`` (B, b, n) of the rows ``y_rows`` (b, d) over all tokens ``y`` (n, d), for each beta (B,).
 
-    Returns ``ATT`` (B, b, d) and ``A`` (B, b, n) (Eqs. 3-4), softmax in log space.
+    Eq. 3 in log space: ``A = exp(beta S - logsumexp_j(beta S))``, never ``exp`` of raw scores.
     """
     logits = beta[:, None, None] * (y_rows @ y.T)
-    attn = torch.exp(logits - torch.logsumexp(logits, dim=-1, keepdim=True))
-    return attn @ y, attn
+    return torch.exp(logits - torch.logsumexp(logits, dim=-1, keepdim=True))
 
 
 def attention_layer(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tensor, Tensor]:
@@ -56,8 +55,8 @@ def attention_layer(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tensor,
     n = y.shape[0]
     outs, inv_participation = [], []
     for rows in row_blocks(n, 3 * beta.numel() * n * y.element_size(), budget_bytes):
-        out, attn = attention_rows(y[rows], y, beta)
-        outs.append(out)
+        attn = attention_weights(y[rows], y, beta)
+        outs.append(attn @ y)  # ATT(y_i), Eq. 4
         inv_participation.append(1.0 / attn.square().sum(-1))
     return torch.cat(outs, dim=1), torch.cat(inv_participation, dim=1).mean(-1)
 
@@ -161,7 +160,7 @@ def jacobian_probe_norms(
     dot = torch.zeros_like(sq)
     for rows in row_blocks(n, 4 * m * n_beta * n * x.element_size(), budget_bytes):
         b = rows.stop - rows.start
-        _, attn = attention_rows(y[rows], y, beta)  # (B, b, n)
+        attn = attention_weights(y[rows], y, beta)  # (B, b, n)
         d_scores = (dy[:, rows].reshape(m * b, d) @ y.T).reshape(m, b, n)
         d_scores += y[rows] @ dy.transpose(-1, -2)  # (m, b, n)
         d_scores = beta[None, :, None, None] * d_scores[:, None]  # (m, B, b, n)

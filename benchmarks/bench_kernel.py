@@ -1,0 +1,138 @@
+"""Kernel benchmarks of critical_scaling (paper 000).
+
+Two measurements, each the median of ``--repeats`` timed runs after one warm-up, in-process:
+
+- ``numpy``: one job of the torch kernel (every observable: lambda, eta with 16 Hutchinson
+  probes, n_eff, cosine quantiles) against a naive numpy loop over the same grid points, one
+  point at a time, computing the same observables with the same inputs and probes.
+  Target: torch at least 20x faster.
+- ``gflops``: matrix-multiply FLOP/s achieved by the Jacobian-vector kernel (the bulk of a job)
+  against ``torch.mm`` of a square matrix on the same device and threads. Target: >= 50%.
+
+usage: python benchmarks/bench_kernel.py [numpy|gflops|all] [--device cpu|cuda] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from attnsweep.config import load_sweep
+from attnsweep.experiments.critical_scaling import draw_probes, draw_tokens, kernel
+from attnsweep.registry import get
+
+
+def median_time(fn: Callable[[], object], repeats: int, sync: Callable[[], None]) -> float:
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def naive_point(x: np.ndarray, beta: float, probes: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+    """lambda, n_eff, eta and output-cosine quantiles of one grid point, plain numpy."""
+    n, d = x.shape
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    y = x / norm
+    logits = beta * (y @ y.T)
+    logits -= logits.max(1, keepdims=True)
+    attn = np.exp(logits)
+    attn /= attn.sum(1, keepdims=True)
+    out = attn @ y
+    y_out = out / np.linalg.norm(out, axis=1, keepdims=True)
+    i, j = np.triu_indices(n, 1)
+    lam = np.mean(((y_out[i] - y_out[j]) ** 2).sum(1) / ((y[i] - y[j]) ** 2).sum(1))
+    n_eff = np.mean(1 / (attn**2).sum(1))
+    cos = (y_out @ y_out.T)[i, j]
+    quantiles = np.quantile(cos, kernel.QUANTILES)
+    total = 0.0
+    for v in probes:
+        dy = (v - y * (v * y).sum(1, keepdims=True)) / norm
+        d_scores = beta * (dy @ y.T + y @ dy.T)
+        d_attn = attn * (d_scores - (attn * d_scores).sum(1, keepdims=True))
+        total += ((d_attn @ y + attn @ dy) ** 2).sum()
+    return lam, n_eff, total / (len(probes) * n * d), quantiles
+
+
+def bench_numpy(device: torch.device, repeats: int, sync: Callable[[], None]) -> None:
+    config = {"experiments": {"critical_scaling": {
+        "n": [256], "d": [128], "rho": {"start": 0.0, "stop": 0.9, "num": 10},
+        "gamma": {"start": 0.5, "stop": 12.0, "num": 12}, "seeds": 1, "wildcards": [],
+    }}}
+    plan = load_sweep(config).plans["critical_scaling"]
+    (job,) = plan.jobs().values()
+    experiment = get("critical_scaling")
+    n, d, seed = 256, 128, 0
+    z0, z = (t.numpy().astype(np.float32) for t in draw_tokens(n, d, seed, "scaled"))
+    probes = draw_probes(n, d, seed, job.options["probes"]).numpy().astype(np.float32)
+
+    def numpy_loop() -> list:
+        return [naive_point(math.sqrt(r) * z0 + math.sqrt(1 - r) * z, g * math.log(n), probes)
+                for r in job.grid["rho"] for g in job.grid["gamma"]]
+
+    t_torch = median_time(lambda: experiment.simulate(job, device, torch.float32, progress=False),
+                          repeats, sync)
+    t_numpy = median_time(numpy_loop, max(1, repeats // 2), lambda: None)
+    points = len(job.grid["rho"]) * len(job.grid["gamma"])
+    print(f"numpy-vs-kernel: n={n} d={d} {points} points, {job.options['probes']} probes, float32, "
+          f"device {device}, torch threads {torch.get_num_threads()}")
+    print(f"  torch kernel (one job)  median {t_torch:.3f} s")
+    print(f"  numpy loop per point    median {t_numpy:.3f} s")
+    print(f"  speed-up                {t_numpy / t_torch:.1f}x (target >= 20x)")
+
+
+def bench_gflops(device: torch.device, repeats: int, sync: Callable[[], None], n: int, d: int) -> None:
+    m, n_beta = 16, 12
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.randn(n, d, generator=gen) / math.sqrt(d)).to(device)
+    beta = (torch.linspace(0.5, 12, n_beta) * math.log(n)).to(device)
+    probes = (torch.randint(0, 2, (m, n, d), generator=gen, dtype=torch.int8) * 2 - 1).to(device)
+    budget = 256 << 20
+    t_jvp = median_time(lambda: kernel.jacobian_probe_norms(x, beta, probes, budget), repeats, sync)
+    # GEMM flops of jacobian_probe_norms: scores (1), dS (2m), dA @ y (m B), A @ dy (m B).
+    flops = 2 * n * n * d * (1 + 2 * m + 2 * m * n_beta)
+    size = 2048 if device.type == "cpu" else 8192
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    t_mm = median_time(lambda: a @ b, repeats, sync)
+    kernel_rate = flops / t_jvp / 1e9
+    mm_rate = 2 * size**3 / t_mm / 1e9
+    print(f"gflops: jacobian_probe_norms n={n} d={d} B={n_beta} m={m} float32 on {device}, "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"  kernel  median {t_jvp:.3f} s  {kernel_rate:.1f} GFLOP/s (GEMM flops only)")
+    print(f"  matmul  {size}^3 median {t_mm:.4f} s  {mm_rate:.1f} GFLOP/s")
+    print(f"  ratio   {kernel_rate / mm_rate:.0%} (target >= 50%)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", nargs="?", default="all", choices=["numpy", "gflops", "all"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--n", type=int, default=1024, help="tokens for the gflops benchmark")
+    parser.add_argument("--d", type=int, default=512, help="dimension for the gflops benchmark")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    print(f"machine: {platform.node()} {name}, torch {torch.__version__}")
+    if args.which in ("numpy", "all"):
+        bench_numpy(device, args.repeats, sync)
+    if args.which in ("gflops", "all"):
+        bench_gflops(device, args.repeats, sync, args.n, args.d)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Whole-process benchmarks of one simulate job: fixed overhead, and one long-context point.
+
+- ``overhead``: a job with almost no compute (n = 2, d = 1, one rho and gamma, one probe) run
+  as the simulate rule runs it (``python -m attnsweep.cli job SPEC``), so its wall time is the
+  per-job fixed cost: process start, imports, store write. The import of torch and of
+  xarray/zarr alone are timed for the breakdown. Target: <= 1.5 s.
+- ``long``: one grid point at n = 65536, d = 128 (``attnsweep run``): wall time and peak
+  resident memory of the process. Target: <= 4 GB.
+
+Each figure is the median of ``--repeats`` runs, timed from outside with perf_counter, peak
+memory from getrusage of the finished child.
+
+usage: python benchmarks/bench_process.py [overhead|long] [--repeats 5] [--probes 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GiB) of one child process."""
+    start = time.perf_counter()
+    pid = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
+    return wall, usage.ru_maxrss / 2**20
+
+
+def median_of(cmd: list[str], repeats: int) -> tuple[float, float, float, float]:
+    run(cmd)  # warm-up: page cache
+    walls, peaks = zip(*(run(cmd) for _ in range(repeats)))
+    return statistics.median(walls), min(walls), max(walls), max(peaks)
+
+
+def overhead(repeats: int) -> None:
+    spec = {"experiment": "critical_scaling", "dtype": "float32", "seeds": [0],
+            "grid": {"n": [2], "d": [1], "rho": [0.5], "gamma": [1.0], "alpha": [0.0]},
+            "options": {"noise": "scaled", "probes": 1, "pair_subsample_n": 16384,
+                        "pair_samples": 4194304, "quantile_tokens": 512, "block_mib": 256}}
+    with tempfile.TemporaryDirectory() as tmp:
+        job = [sys.executable, "-m", "attnsweep.cli", "job", json.dumps(spec),
+               "--out", f"{tmp}/x.zarr", "--device", "cpu", "--threads", "1"]
+        rows = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "import torch": [sys.executable, "-c", "import torch"],
+            "import xarray, zarr": [sys.executable, "-c", "import xarray, zarr"],
+            "whole job (n=2)": job,
+        }
+        for label, cmd in rows.items():
+            med, lo, hi, _ = median_of(cmd, repeats)
+            print(f"  {label:<22} median {med:.2f} s  (min {lo:.2f}, max {hi:.2f})")
+
+
+def long_context(repeats: int, probes: int) -> None:
+    out = tempfile.mkdtemp()
+    try:
+        cmd = [sys.executable, "-m", "attnsweep.cli", "run", "critical_scaling", "n=65536", "d=128",
+               "rho=0.5", "gamma=2", "seeds=1", f"probes={probes}", "device=cpu",
+               f"threads={os.cpu_count()}", "--quiet", "--out", f"{out}/point.zarr"]
+        walls, peaks = [], []
+        for _ in range(repeats):
+            shutil.rmtree(f"{out}/point.zarr", ignore_errors=True)
+            wall, peak = run(cmd)
+            walls.append(wall)
+            peaks.append(peak)
+        print(f"  n=65536 d=128, {probes} probes: wall median {statistics.median(walls):.1f} s "
+              f"(min {min(walls):.1f}, max {max(walls):.1f}), peak RSS max {max(peaks):.2f} GiB")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", choices=["overhead", "long"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--probes", type=int, default=16)
+    args = parser.parse_args()
+    print(f"machine: {os.uname().nodename}, {os.cpu_count()} cpus, python {sys.version.split()[0]}")
+    if args.which == "overhead":
+        overhead(args.repeats)
+    else:
+        long_context(args.repeats, args.probes)
+
+
+if __name__ == "__main__":
+    main()
