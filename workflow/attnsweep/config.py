@@ -33,7 +33,10 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise ConfigError(str(path), f"cannot read config: {err.strerror}") from None
     except yaml.YAMLError as err:
-        raise ConfigError(str(path), f"not valid YAML: {err}".splitlines()[0]) from None
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(str(path), f"not valid YAML: {where}{problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), "the config must be a mapping")
     return data
@@ -48,9 +51,20 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     error = best_match(validator.iter_errors(config))
     if error is None:  # pragma: no cover - snakemake and jsonschema disagree
         return ConfigError("config", "rejected by the schema")
-    # oneOf failures: report the most specific branch error.
-    while error.context:
-        error = best_match(error.context)
+    while error.parent is not None and error.parent.validator == "oneOf":
+        error = error.parent  # best_match descends into branches; judge from the oneOf itself
+    while error.validator == "oneOf" and error.context:
+        # A value fitting no branch: blame the branch of its own kind (a mapping's keys), or
+        # say what the branches accept when the value is of no accepted kind at all.
+        deeper = [e for e in error.context if not (e.validator == "type" and not e.path)]
+        if not deeper:
+            key = ".".join(map(str, error.absolute_path))
+            accepted = error.schema.get("description", "see the schema").strip()
+            return ConfigError(key, f"{error.instance!r} is not accepted here: {accepted}")
+        branches: dict[Any, list] = {}
+        for e in deeper:
+            branches.setdefault(e.relative_schema_path[0], []).append(e)
+        error = best_match(min(branches.values(), key=len))  # the branch the value nearly fits
     key = ".".join(str(p) for p in error.absolute_path) or "config"
     message = error.message
     if error.validator == "additionalProperties":
@@ -58,6 +72,10 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
         allowed = ", ".join(sorted(error.schema.get("properties", {})))
         key = ".".join([*map(str, error.absolute_path), extra[0]]) if extra else key
         message = f"unknown key (allowed: {allowed})"
+    elif error.validator == "required":
+        missing = [p for p in error.validator_value if p not in error.instance]
+        key = ".".join([*map(str, error.absolute_path), *missing[:1]])
+        message = "required key is missing"
     return ConfigError(key, message)
 
 

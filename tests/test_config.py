@@ -1,0 +1,229 @@
+"""Tests of grid expansion, config validation and the command line (config.py, grid.py, cli.py).
+
+Independent truths: hand-written expected grids (exact decimal literals), and the user-facing
+contract of the CLI checked through a real subprocess: a bad config exits non-zero with one
+stderr line naming the offending dotted key and no traceback; a good run writes a store with
+every axis as a dimension and the provenance attrs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from attnsweep.errors import ConfigError
+from attnsweep.grid import expand, expand_seeds, format_value
+
+REPO = Path(__file__).resolve().parents[1]
+CS = "experiments.critical_scaling"
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``attnsweep ARGS`` in a fresh interpreter of the running venv."""
+    return subprocess.run(
+        [sys.executable, "-m", "attnsweep.cli", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=300,
+    )
+
+
+# ------------------------------------------------------------------ grid expansion
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ([3, 1, 2], [3.0, 1.0, 2.0]),
+        (0.5, [0.5]),
+        ({"start": 0, "stop": 1, "num": 5}, [0.0, 0.25, 0.5, 0.75, 1.0]),
+        ({"start": 0.0, "stop": 0.9, "num": 10}, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
+        ({"start": 0, "stop": 0.3, "step": 0.1}, [0.0, 0.1, 0.2, 0.3]),
+        ({"start": 0, "stop": 1, "step": 0.1}, [k / 10 for k in range(11)]),
+        ({"start": 0.5, "stop": 2, "step": 0.5}, [0.5, 1.0, 1.5, 2.0]),
+        ({"start": 0, "stop": 0.35, "step": 0.1}, [0.0, 0.1, 0.2, 0.3]),  # stop not on the grid
+        ({"start": 1, "stop": 1000, "num": 4, "log": True}, [1.0, 10.0, 100.0, 1000.0]),
+        ({"start": 0.01, "stop": 1, "num": 3, "log": True}, [0.01, 0.1, 1.0]),
+    ],
+)
+def test_expand_exact_values(spec, expected):
+    """Inclusive bounds and no float drift: compared with == against decimal literals."""
+    assert expand(spec, "k") == expected
+
+
+def test_expand_rejects_bad_specs():
+    with pytest.raises(ConfigError, match="^k: "):
+        expand({"start": 0, "stop": 1, "num": 2, "log": True}, "k")
+    with pytest.raises(ConfigError, match="^k: "):
+        expand({"start": 2, "stop": 1, "step": 0.5}, "k")
+    with pytest.raises(ConfigError, match="^k: "):
+        expand("abc", "k")
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0.1 + 0.2, "0.3"), (2.0, "2"), (2, "2"), (0.0, "0"), (1e-5, "1e-05"), (3 * 1e-5, "3e-05"),
+     (1.5, "1.5"), (1024, "1024"), (0.7 * 3, "2.1"), (float("inf"), "inf")],
+)
+def test_format_value_canonical(value, text):
+    assert format_value(value) == text
+
+
+def test_format_value_refuses_bool():
+    with pytest.raises(TypeError):
+        format_value(True)
+
+
+def test_seeds_count_or_list():
+    assert expand_seeds(3, "s") == [0, 1, 2]
+    assert expand_seeds([7, 2, 5], "s") == [2, 5, 7]
+    for bad in ([], [1, 1], [-1]):
+        with pytest.raises(ConfigError, match="^s: "):
+            expand_seeds(bad, "s")
+
+
+# ------------------------------------------------------------------ malformed configs via the CLI
+
+MALFORMED: dict[str, tuple[str, str]] = {
+    # case: (YAML text, dotted key the single stderr line must contain)
+    "unknown_experiment": ("experiments: {foo: {}}", "experiments.foo"),
+    "unknown_key_in_experiment": ("experiments: {critical_scaling: {foo: 1}}", f"{CS}.foo"),
+    "unknown_top_level_key": ("foo: 1\nexperiments: {critical_scaling: {}}", "foo"),
+    "wrong_type": ('experiments: {critical_scaling: {n: "abc"}}', f"{CS}.n"),
+    "wrong_type_in_range": ("experiments: {critical_scaling: {alpha: {start: a, stop: 1, num: 2}}}",
+                            f"{CS}.alpha.start"),
+    "missing_experiments": ("dtype: float64", "experiments"),
+    "rho_one": ("experiments: {critical_scaling: {rho: 1.0}}", f"{CS}.rho"),
+    "rho_negative": ("experiments: {critical_scaling: {rho: -0.1}}", f"{CS}.rho"),
+    "n_one": ("experiments: {critical_scaling: {n: 1}}", f"{CS}.n"),
+    "n_not_integer": ("experiments: {critical_scaling: {n: [16, 16.5]}}", f"{CS}.n"),
+    "d_not_integer": ("experiments: {critical_scaling: {d: {start: 4, stop: 5, num: 3}}}", f"{CS}.d"),
+    "empty_grid": ("experiments: {critical_scaling: {gamma: []}}", f"{CS}.gamma"),
+    "duplicated_values": ("experiments: {critical_scaling: {gamma: [1, 2, 1.0]}}", f"{CS}.gamma"),
+    "negative_seed": ("experiments: {critical_scaling: {seeds: [0, -1]}}", f"{CS}.seeds"),
+    "zero_seeds": ("experiments: {critical_scaling: {seeds: 0}}", f"{CS}.seeds"),
+    "unknown_dtype": ("dtype: float16\nexperiments: {critical_scaling: {}}", "dtype"),
+    "unknown_device": ("device: tpu\nexperiments: {critical_scaling: {}}", "device"),
+    "wildcard_unknown_axis": ("experiments: {critical_scaling: {wildcards: [n, beta]}}", f"{CS}.wildcards"),
+    "num_zero": ("experiments: {critical_scaling: {gamma: {start: 1, stop: 2, num: 0}}}", f"{CS}.gamma"),
+    "stop_below_start": ("experiments: {critical_scaling: {gamma: {start: 2, stop: 1, step: 0.5}}}", f"{CS}.gamma"),
+    "log_from_zero": ("experiments: {critical_scaling: {gamma: {start: 0, stop: 2, num: 3, log: true}}}",
+                      f"{CS}.gamma"),
+    "no_experiments": ("experiments: {}", "experiments"),
+}
+
+
+@pytest.fixture(scope="module")
+def malformed_results(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Validate every malformed config once, in parallel subprocesses (each pays ~2 s of imports)."""
+    folder = tmp_path_factory.mktemp("malformed")
+    paths = {}
+    for case, (text, _) in MALFORMED.items():
+        paths[case] = folder / f"{case}.yaml"
+        paths[case].write_text(text + "\n")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {case: pool.submit(cli, "validate", str(path)) for case, path in paths.items()}
+        return {case: future.result() for case, future in futures.items()}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_config_is_one_clear_line(case, malformed_results):
+    """Exit non-zero, exactly one stderr line naming the dotted key, no traceback, nothing on stdout."""
+    result = malformed_results[case]
+    key = MALFORMED[case][1]
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    # the key itself, or a sub-key of it (seeds.1, gamma.num), then the message
+    assert re.search(rf"(^|\s){re.escape(key)}[.:]", lines[0]), lines[0]
+    assert result.stdout == ""
+
+
+def test_unreadable_config_is_one_line(tmp_path):
+    """Missing file and broken YAML: one line naming the file."""
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("experiments: {critical_scaling: {n: [1, 2}\n")
+    for path in (tmp_path / "missing.yaml", bad):
+        result = cli("validate", str(path))
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and path.name in lines[0], result.stderr
+    assert "line 1, column" in lines[0]
+
+
+# ------------------------------------------------------------------ good configs and the CLI
+
+
+def test_default_config_validates():
+    result = cli("validate", str(REPO / "config" / "config.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout
+    assert "critical_scaling" in result.stdout
+
+
+def test_experiments_lists_axes():
+    result = cli("experiments")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("critical_scaling")
+    for axis in ("n", "d", "rho", "gamma", "alpha"):
+        assert f"axis {axis} " in result.stdout, axis
+
+
+def test_run_writes_store_with_dims_and_provenance(tmp_path):
+    """A one-job run through ``attnsweep run``: every axis and seed a dimension, CF-style
+    long_name/units on every variable, and the provenance attrs.
+    """
+    out = tmp_path / "X.zarr"
+    result = cli("run", "critical_scaling", "n=16", "d=4", "rho=0.2,0.5", "gamma=1,3", "seeds=2",
+                 "probes=4", "dtype=float64", "--out", str(out), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    ds = xr.open_zarr(out, zarr_format=3, consolidated=False)
+    for dim in ("n", "d", "seed", "rho", "gamma", "alpha"):
+        assert dim in ds.dims, dim
+    assert ds["lambda"].dims == ("n", "d", "seed", "rho", "gamma", "alpha")
+    assert ds["rho"].values.tolist() == [0.2, 0.5]
+    assert ds["gamma"].values.tolist() == [1.0, 3.0]
+    assert ds["alpha"].values.tolist() == [0.0]
+    assert ds.sizes["probe"] == 4
+    for key in ("git_commit", "torch_version", "numpy_version", "device", "dtype", "wall_time_s",
+                "noise_convention", "job"):
+        assert key in ds.attrs, key
+    assert ds.attrs["dtype"] == "float64"
+    job = json.loads(ds.attrs["job"])
+    assert job["grid"]["rho"] == [0.2, 0.5] and job["seeds"] == [0, 1]
+    for var in ds.data_vars:
+        assert ds[var].attrs.get("long_name"), var
+        assert "units" in ds[var].attrs, var
+        assert np.isfinite(ds[var].values).all(), var
+
+
+# ------------------------------------------------------------------ plans
+
+
+def test_plan_cuts_grid_into_jobs():
+    """Truth: the product of the fanned-out axes; batched axes keep every value in each job."""
+    from attnsweep.config import load_sweep
+
+    section = {"n": [16, 24], "d": [4], "rho": [0.0, 0.5], "gamma": {"start": 1, "stop": 3, "num": 3}, "seeds": 2}
+    default = load_sweep({"experiments": {"critical_scaling": section}}).plans["critical_scaling"]
+    assert default.wildcards == ("n", "d", "seed")
+    jobs = default.jobs()
+    assert sorted(jobs) == ["n~16/d~4/seed~0", "n~16/d~4/seed~1", "n~24/d~4/seed~0", "n~24/d~4/seed~1"]
+    spec = jobs["n~24/d~4/seed~1"]
+    assert spec.grid["n"] == [24] and spec.seeds == [1]
+    assert spec.grid["rho"] == [0.0, 0.5] and spec.grid["gamma"] == [1.0, 2.0, 3.0]
+    assert spec.dtype == "float32" and spec.options["probes"] == 16  # schema defaults filled
+
+    fine = load_sweep({"experiments": {"critical_scaling": {**section, "wildcards": ["seed", "rho", "n"]}}})
+    jobs = fine.plans["critical_scaling"].jobs()
+    assert len(jobs) == 2 * 2 * 2
+    assert "n~16/rho~0.5/seed~1" in jobs  # canonical axis order whatever the config's order
