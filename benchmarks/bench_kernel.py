@@ -4,7 +4,8 @@ Two measurements, each the median of ``--repeats`` timed runs after one warm-up,
 
 - ``numpy``: one job of the torch kernel (every observable: lambda, eta with 16 Hutchinson
   probes, n_eff, cosine quantiles) against a naive numpy loop over the same grid points, one
-  point at a time, computing the same observables with the same inputs and probes.
+  point at a time, computing the same observables with the same inputs and probes; the
+  default sweep's grid (n = 256, 10 rho x 12 gamma) for each of its d.
   Target: torch at least 20x faster.
 - ``gflops``: matrix-multiply FLOP/s achieved by the Jacobian-vector kernel (the bulk of a job)
   against ``torch.mm`` of a square matrix on the same device and threads. Target: >= 50%.
@@ -66,15 +67,15 @@ def naive_point(x: np.ndarray, beta: float, probes: np.ndarray) -> tuple[float, 
     return lam, n_eff, total / (len(probes) * n * d), quantiles
 
 
-def bench_numpy(device: torch.device, repeats: int, sync: Callable[[], None]) -> None:
+def bench_numpy(device: torch.device, repeats: int, sync: Callable[[], None], d: int) -> None:
     config = {"experiments": {"critical_scaling": {
-        "n": [256], "d": [128], "rho": {"start": 0.0, "stop": 0.9, "num": 10},
+        "n": [256], "d": [d], "rho": {"start": 0.0, "stop": 0.9, "num": 10},
         "gamma": {"start": 0.5, "stop": 12.0, "num": 12}, "seeds": 1, "wildcards": [],
     }}}
     plan = load_sweep(config).plans["critical_scaling"]
     (job,) = plan.jobs().values()
     experiment = get("critical_scaling")
-    n, d, seed = 256, 128, 0
+    n, seed = 256, 0
     z0, z = (t.numpy().astype(np.float32) for t in draw_tokens(n, d, seed, "scaled"))
     probes = draw_probes(n, d, seed, job.options["probes"]).numpy().astype(np.float32)
 
@@ -121,6 +122,8 @@ def main() -> None:
     parser.add_argument("which", nargs="?", default="all", choices=["numpy", "gflops", "all"])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--numpy-d", type=int, nargs="+", default=[16, 128, 1024],
+                        help="dimensions for the numpy benchmark (the default sweep's)")
     parser.add_argument("--n", type=int, default=1024, help="tokens for the gflops benchmark")
     parser.add_argument("--d", type=int, default=512, help="dimension for the gflops benchmark")
     args = parser.parse_args()
@@ -129,7 +132,8 @@ def main() -> None:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     print(f"machine: {platform.node()} {name}, torch {torch.__version__}")
     if args.which in ("numpy", "all"):
-        bench_numpy(device, args.repeats, sync)
+        for d in args.numpy_d:
+            bench_numpy(device, args.repeats, sync, d)
     if args.which in ("gflops", "all"):
         bench_gflops(device, args.repeats, sync, args.n, args.d)
 

@@ -89,6 +89,7 @@ def test_report(tiny_run: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     report = tiny_run / "report.html"
     assert report.stat().st_size > 10_000
+    assert "Figure 1 of paper 000 at n = 16" in report.read_text(errors="replace")
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,8 @@ def jacobian_probe_norms(
 
     - ``dy = (v - y <y, v>) / ||x||`` (Lemma B.1: ``dN/dx = (I - y y^T)/||x||``);
     - ``dS_ij = <dy_i, y_j> + <y_i, dy_j>``, ``dA_ij = beta A_ij (dS_ij - sum_k A_ik dS_ik)``;
-    - ``d ATT(y_i) = sum_j dA_ij y_j + A_ij dy_j``.
+    - ``d ATT(y_i) = sum_j dA_ij y_j + A_ij dy_j``, where with ``E = A * dS`` the first sum is
+      ``beta (E y - ATT(y_i) sum_j E_ij)``: one elementwise pass and one GEMM per block.
 
     The residual term of Eq. 5 adds ``alpha v``, which the caller applies in closed form.
     """
@@ -158,14 +159,17 @@ def jacobian_probe_norms(
         dy[k] = (v - y * (v * y).sum(-1, keepdim=True)) / norm
     sq = torch.zeros(n_beta, m, dtype=x.dtype, device=x.device)
     dot = torch.zeros_like(sq)
-    for rows in row_blocks(n, 4 * m * n_beta * n * x.element_size(), budget_bytes):
+    y_one = torch.cat([y, torch.ones_like(y[:, :1])], dim=1)  # (n, d + 1): E @ [y, 1] = (E y, sum_j E)
+    for rows in row_blocks(n, 2 * m * n_beta * n * x.element_size(), budget_bytes):
         b = rows.stop - rows.start
         attn = attention_weights(y[rows], y, beta)  # (B, b, n)
         d_scores = (dy[:, rows].reshape(m * b, d) @ y.T).reshape(m, b, n)
         d_scores += y[rows] @ dy.transpose(-1, -2)  # (m, b, n)
-        d_scores = beta[None, :, None, None] * d_scores[:, None]  # (m, B, b, n)
-        d_attn = attn * (d_scores - (attn * d_scores).sum(-1, keepdim=True))
-        jv = (d_attn.reshape(m * n_beta * b, n) @ y).reshape(m, n_beta, b, d)
+        # dA = beta (E - A sum_j E) with E = A * dS, so dA y = beta (E y - ATT sum_j E).
+        e_y = ((attn[None] * d_scores[:, None]).reshape(m * n_beta * b, n) @ y_one)
+        e_y = e_y.reshape(m, n_beta, b, d + 1)
+        att = attn @ y  # (B, b, d)
+        jv = beta[None, :, None, None] * (e_y[..., :d] - e_y[..., d:] * att)
         jv += (attn.reshape(n_beta * b, n) @ dy).reshape(m, n_beta, b, d)
         sq += jv.square().sum((-1, -2)).T
         dot += (jv * probes[:, None, rows].to(x.dtype)).sum((-1, -2)).T
