@@ -1,5 +1,6 @@
 """Command line: ``attnsweep experiments | run | validate | job``.
 
+``job`` hands its job to the warm fork server of :mod:`attnsweep.worker` when one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
 domain checks as the workflow, and runs it through :func:`attnsweep.jobs.run_job`, the code
 path of the simulate rule (which calls ``attnsweep job``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -98,11 +100,16 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_job(args: argparse.Namespace) -> None:
-    from attnsweep.jobs import run_job
-    from attnsweep.registry import JobSpec
+    from attnsweep import worker
 
-    run_job(JobSpec.from_dict(json.loads(args.spec)), args.out, device=args.device,
-            threads=args.threads)
+    request = {"spec": json.loads(args.spec), "out": args.out, "device": args.device,
+               "threads": args.threads}
+    server = os.environ.get(worker.SOCKET_ENV)
+    status = worker.submit(server, request) if server else None
+    if status is None:  # no warm server here: run in this process
+        worker.run_request(request)
+    elif status:
+        raise SystemExit(status)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
 # Helpers shared by the rules: the validated sweep and the path functions built from it.
 import json
+import os
 import sys
 
 from attnsweep.config import load_sweep

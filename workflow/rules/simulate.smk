@@ -1,5 +1,6 @@
 # One job = one block of the grid = one zarr v3 store, renamed into place when complete.
-# A shell job (not `script:`) keeps snakemake's own imports out of the per-job overhead.
+# A shell job (not `script:`) keeps snakemake's own imports out of the per-job overhead, and
+# hands the job to the warm server of worker.smk when one runs.
 
 
 rule simulate:
@@ -16,5 +17,5 @@ rule simulate:
     resources:
         gpu=0,
     shell:
-        "{PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
+        "ATTNSWEEP_WORKER={WORKER_SOCKET:q} {PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
         " --device {params.device} --threads {threads} > {log:q} 2>&1"
