@@ -2,8 +2,9 @@
 
 - ``overhead``: a job with almost no compute (n = 2, d = 1, one rho and gamma, one probe) run
   as the simulate rule runs it (``python -m attnsweep.cli job SPEC``), so its wall time is the
-  per-job fixed cost: process start, imports, store write. The import of torch and of
-  xarray/zarr alone are timed for the breakdown. Target: <= 1.5 s.
+  per-job fixed cost: process start, imports, store write; once in a fresh process and once
+  through the warm fork server of local runs (``attnsweep.worker``). The import of torch and
+  of xarray/zarr alone are timed for the breakdown. Target: <= 1.5 s.
 - ``long``: one grid point at n = 65536, d = 128 (``attnsweep run``): wall time and peak
   resident memory of the process. Target: <= 4 GB.
 
@@ -59,7 +60,19 @@ def overhead(repeats: int) -> None:
         }
         for label, cmd in rows.items():
             med, lo, hi, _ = median_of(cmd, repeats)
-            print(f"  {label:<22} median {med:.2f} s  (min {lo:.2f}, max {hi:.2f})")
+            print(f"  {label:<28} median {med:.2f} s  (min {lo:.2f}, max {hi:.2f})")
+        # The same job through the warm fork server that local Snakemake runs start.
+        socket = f"{tmp}/worker.sock"
+        server = subprocess.Popen([sys.executable, "-m", "attnsweep.worker", socket, "--idle", "60"])
+        while not os.path.exists(socket):
+            time.sleep(0.1)
+        try:
+            warm = ["env", f"ATTNSWEEP_WORKER={socket}", *job]
+            med, lo, hi, _ = median_of(warm, repeats)
+            print(f"  {'whole job via warm server':<28} median {med:.2f} s  (min {lo:.2f}, max {hi:.2f})")
+        finally:
+            server.terminate()
+            server.wait()
 
 
 def long_context(repeats: int, probes: int) -> None:

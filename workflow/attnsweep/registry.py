@@ -72,7 +72,9 @@ class Experiment(ABC):
     title, paper : one-line description and the paper file it implements.
     axes : grid axes in canonical order (the seed axis is implicit and comes last).
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
-    random_axes : axes on which the random draws depend (the rest share common random numbers).
+
+    ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
+    axes that shape the draws and the seed only, so results do not depend on the job cut.
     """
 
     name: ClassVar[str]
@@ -80,8 +82,6 @@ class Experiment(ABC):
     paper: ClassVar[str]
     axes: ClassVar[tuple[Axis, ...]]
     default_wildcards: ClassVar[tuple[str, ...]]
-    random_axes: ClassVar[tuple[str, ...]]
-    noise_convention: ClassVar[str] = ""
 
     def axis(self, name: str) -> Axis:
         return {a.name: a for a in self.axes}[name]

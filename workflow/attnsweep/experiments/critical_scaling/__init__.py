@@ -81,7 +81,6 @@ class CriticalScaling(Experiment):
         Axis("alpha", "float", "residual weight of Eq. 5", low=0),
     )
     default_wildcards = ("n", "d", "seed")
-    random_axes = ("n", "d")
 
     # ------------------------------------------------------------------ simulate
     def simulate(
@@ -110,7 +109,7 @@ class CriticalScaling(Experiment):
                 z0, z = draw_tokens(n, d, seed, opts["noise"])
                 z0, z = z0.to(device, dtype), z.to(device, dtype)
                 probes = draw_probes(n, d, seed, opts["probes"]).to(device)  # int8
-                lambda_pairs, quantile_tokens = self._pairs(n, seed, opts, device)
+                lambda_pairs, quantile_tokens = self._samples(n, seed, opts, device)
                 beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
             obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget)
@@ -154,7 +153,7 @@ class CriticalScaling(Experiment):
         return ds_
 
     @staticmethod
-    def _pairs(n: int, seed: int, opts: dict[str, Any], device: torch.device):
+    def _samples(n: int, seed: int, opts: dict[str, Any], device: torch.device):
         """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
         lambda_pairs = None
         if n > opts["pair_subsample_n"]:
@@ -254,6 +253,7 @@ class CriticalScaling(Experiment):
             out[f"gamma_star_{obs}_high"] = (dims, high)
             out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, samples.mean(-2)))
             out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
+            out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
         out["gamma_critical"] = summary["gamma_critical"]
         for obs, what in (("lambda", "seed-mean lambda crosses lambda_critical(rho, alpha)"),
                           ("eta", f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)")):
@@ -262,6 +262,8 @@ class CriticalScaling(Experiment):
             out[f"gamma_star_{obs}_high"].attrs.update(long_name="97.5% bootstrap-over-seeds quantile", units="1")
             out[f"gamma_max_slope_{obs}"].attrs.update(long_name=f"gamma of the steepest rise of {obs}", units="1")
             out[f"gamma_star_{obs}_scaled"].attrs.update(long_name="gamma* (1 - rho), -> 1 as n, d grow", units="1")
+            out[f"gamma_star_{obs}_scaled_median"].attrs.update(
+                long_name="median over rho of gamma* (1 - rho): the finite-size table per (n, d)", units="1")
         out.attrs.update(summary.attrs, eta_level=ETA_LEVEL)
         table = self._table(out)
         return table, out
