@@ -170,7 +170,9 @@ def jacobian_probe_norms(
         e_y = e_y.reshape(m, n_beta, b, d + 1)
         att = attn @ y  # (B, b, d)
         jv = beta[None, :, None, None] * (e_y[..., :d] - e_y[..., d:] * att)
-        jv += (attn.reshape(n_beta * b, n) @ dy).reshape(m, n_beta, b, d)
+        attn_rows = attn.reshape(n_beta * b, n)
+        for k in range(m):  # probe by probe: a broadcast matmul would copy attn m times
+            jv[k] += (attn_rows @ dy[k]).reshape(n_beta, b, d)
         sq += jv.square().sum((-1, -2)).T
         dot += (jv * probes[:, None, rows].to(x.dtype)).sum((-1, -2)).T
     return sq, dot
