@@ -32,7 +32,8 @@ def main() -> None:
     parser.add_argument("config")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-gflop", type=float, default=5000.0)
+    parser.add_argument("--max-gflop", type=float, default=5000.0,
+                        help="scale shapes above this GEMM work from the largest measured shape of the same n")
     args = parser.parse_args()
     sweep = load_sweep(load_yaml(args.config))
     plan = sweep.plans["critical_scaling"]

@@ -9,7 +9,7 @@ rule collect:
     log:
         f"{LOGS}/{{experiment}}/collect.log",
     script:
-        "../../scripts/collect.py"
+        "../../scripts/aggregate.py"
 
 
 rule reduce:
@@ -20,7 +20,7 @@ rule reduce:
     log:
         f"{LOGS}/{{experiment}}/reduce.log",
     script:
-        "../../scripts/reduce.py"
+        "../../scripts/aggregate.py"
 
 
 rule boundary:
@@ -33,4 +33,4 @@ rule boundary:
     log:
         f"{LOGS}/{{experiment}}/boundary.log",
     script:
-        "../../scripts/boundary.py"
+        "../../scripts/aggregate.py"

@@ -18,4 +18,4 @@ rule figure:
     log:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
     script:
-        "../../scripts/figure.py"
+        "../../scripts/aggregate.py"
