@@ -19,8 +19,8 @@ import xarray as xr
 from attnsweep import registry
 from attnsweep.store import open_store, provenance, write_atomic
 
-# Attrs that differ between runs of one sweep; collect keeps their per-run values apart.
-PER_RUN_ATTRS = ("job", "wall_time_s", "hostname", "device", "device_name", "torch_threads")
+# Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
+PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads")
 
 
 def collect(runs: Sequence[str | Path], out: str | Path) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import time
 from pathlib import Path
 
@@ -38,6 +39,8 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
             dtype=spec.dtype,
             torch_threads=torch.get_num_threads(),
             wall_time_s=round(wall, 3),
+            # Of this process; a child of the warm server also counts the server's imports.
+            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         )
     )
     path = write_atomic(ds, out)
