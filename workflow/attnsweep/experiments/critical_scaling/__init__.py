@@ -224,7 +224,8 @@ class CriticalScaling(Experiment):
             "lambda_critical": "lambda at gamma_c as n -> inf (Eq. 6; 1/(1+3 rho) for alpha = 0, Eq. 7)",
             "lambda_simplex": "exact finite-n lambda on the simplex, q = 1 (Lemmas A.3-A.4)",
             "lambda_limit": "n -> inf limit of lambda on the simplex (Theorem 2.1, Eqs. 6-7)",
-            "eta_simplex": "exact finite-n eta on the simplex, q = 1, alpha = 0 (Eq. 86, Eq. 90 corrected)",
+            "eta_simplex": "exact finite-n eta on the simplex, q = 1, alpha = 0 (Eq. 86, Eq. 90 corrected; "
+                           "for d < n no simplex exists and this is the formula continued in d)",
             "eta_limit": "n -> inf limit of eta on the simplex, alpha = 0 (Theorem 2.3)",
         }
         for var, long_name in attrs.items():
