@@ -17,5 +17,6 @@ rule simulate:
     resources:
         gpu=0,
     shell:
-        "ATTNSWEEP_WORKER={WORKER_SOCKET:q} {PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
+        # PYTHON is not a param: a param would rerun every job when the interpreter path changes.
+        "{PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
         " --device {params.device} --threads {threads} > {log:q} 2>&1"

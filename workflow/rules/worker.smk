@@ -16,6 +16,7 @@ def start_worker():
     WORKER["proc"] = subprocess.Popen(
         [PYTHON, "-m", "attnsweep.worker", WORKER_SOCKET, "--idle", "600"], stdout=log, stderr=log
     )
+    os.environ["ATTNSWEEP_WORKER"] = WORKER_SOCKET  # inherited by the jobs' shells
     deadline = time.monotonic() + 120
     while not os.path.exists(WORKER_SOCKET) and WORKER["proc"].poll() is None:
         if time.monotonic() > deadline:
