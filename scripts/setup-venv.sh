@@ -4,6 +4,8 @@
 # CPU wheel torch==2.13.0 where no NVIDIA GPU is present (an unpinned torch pulls a
 # multi-GB CUDA build), and the default build where one is.
 #   usage: scripts/setup-venv.sh [EXTRA]     EXTRA: test | slurm   (pip extras)
+# In short: python3 -m venv .venv; .venv/bin/pip install torch==2.13.0 (no GPU, no torch yet);
+#           .venv/bin/pip install --editable ".[EXTRA]"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${ATTNSWEEP_VENV:-.venv}
