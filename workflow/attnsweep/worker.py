@@ -128,8 +128,11 @@ def serve(path: str, idle_s: float = 900.0) -> None:
                 continue
             pid = os.fork()
             if pid == 0:
-                server.close()
-                _child(conn, request, fds)
+                try:
+                    server.close()
+                    _child(conn, request, fds)
+                finally:  # never fall back into the server's loop or its cleanup
+                    os._exit(1)
             children.add(pid)
             conn.close()
             for fd in fds:
