@@ -183,7 +183,7 @@ def test_run_writes_store_with_dims_and_provenance(tmp_path):
     """
     out = tmp_path / "X.zarr"
     result = cli("run", "critical_scaling", "n=16", "d=4", "rho=0.2,0.5", "gamma=1,3", "seeds=2",
-                 "probes=4", "dtype=float64", "--out", str(out), "--quiet", cwd=tmp_path)
+                 "eta_method=hutchinson", "probes=4", "dtype=float64", "--out", str(out), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     ds = xr.open_zarr(out, zarr_format=3, consolidated=False)

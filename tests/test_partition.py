@@ -28,6 +28,7 @@ SECTION = {
     "gamma": [0.5, 2.0, 6.0],
     "alpha": [0.0, 0.5],
     "seeds": 2,
+    "eta_method": "hutchinson",  # probes drawn per (n, d, seed): the stricter partition test
     "probes": 4,
 }
 

@@ -41,7 +41,7 @@ def test_rewrite_replaces_whole_store(tmp_path: Path) -> None:
 def test_kill_9_mid_job_leaves_no_final_store(tmp_path: Path) -> None:
     out = tmp_path / "point.zarr"
     cmd = [sys.executable, "-m", "attnsweep.cli", "run", "critical_scaling", "n=512", "d=64",
-           "rho=0.1,0.3,0.5,0.7,0.9", "gamma=1,2,4,8", "seeds=3", "probes=16", "device=cpu",
+           "rho=0.1,0.3,0.5,0.7,0.9", "gamma=1,2,4,8", "seeds=3", "eta_method=hutchinson", "probes=16", "device=cpu",
            "--out", str(out)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     # Wait until the job is computing (its first log line), then kill it outright.

@@ -17,8 +17,7 @@ from attnsweep.config import load_sweep
 from attnsweep.store import open_store
 from attnsweep.worker import SOCKET_ENV
 
-SECTION = {"n": [24], "d": [6], "rho": [0.3, 0.7], "gamma": [1.0, 4.0], "seeds": [3], "probes": 4,
-           "wildcards": []}
+SECTION = {"n": [24], "d": [6], "rho": [0.3, 0.7], "gamma": [1.0, 4.0], "seeds": [3], "wildcards": []}
 
 
 def spec(**section) -> str:
@@ -97,7 +96,7 @@ def test_failing_job_reports_status_and_message(server: str, tmp_path: Path) -> 
 def test_killed_client_stops_its_child(server: str, tmp_path: Path) -> None:
     out = tmp_path / "big.zarr"
     proc = job(spec(n=[768], d=[96], rho=[0.1, 0.3, 0.5, 0.7, 0.9], gamma=[1, 2, 4, 8], seeds=[0, 1, 2],
-                    probes=16), out, server)
+                    eta_method="hutchinson", probes=16), out, server)
     while "critical_scaling" not in proc.stderr.readline():
         assert proc.poll() is None
     assert children_of(SERVER_PID[server]), "the job should run in a child of the server"

@@ -24,7 +24,6 @@ TINY = {
             "rho": [0.2, 0.5, 0.8],
             "gamma": {"start": 0.5, "stop": 8.0, "num": 5},
             "seeds": 2,
-            "probes": 4,
         }
     },
 }

@@ -2,7 +2,7 @@
 
 Tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` (Eq. 25) pass one pre-layer-norm attention
 layer with ``beta = gamma log n`` (Eqs. 3-5). Per (n, d, rho, gamma, alpha, seed) the job stores
-the angle ratio lambda (Eq. 26), the Jacobian norm eta (Eq. 27, Hutchinson, per probe), the
+the angle ratio lambda (Eq. 26), the Jacobian norm eta (Eq. 27, exact or Hutchinson), the
 effective number of attended tokens, and quantiles of the input and output pair cosines.
 Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coordinates.
 """
@@ -32,12 +32,16 @@ NOISE = {
     "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (notes 000 s1, s5)",
     "standard": "z ~ N(0, I_d): the text's 'standard Gaussian'; eta is about d times smaller (notes 000 s1)",
 }
+ETA_METHOD = {
+    "exact": "exact ||J||_F^2 from Gram matrices (kernel.jacobian_frobenius)",
+    "hutchinson": "Hutchinson mean over Rademacher probes through a forward-mode JVP (Fig. 2 caption)",
+}
 DIMS = ("n", "d", "seed", "rho", "gamma", "alpha")
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, notes 000 s6 (Eq. 20), not 1/2.
 
 VARIABLES: dict[str, dict[str, str]] = {
     "lambda": {"long_name": "input-to-output angle ratio lambda (Eq. 26)", "units": "1"},
-    "eta": {"long_name": "normalised Jacobian norm eta = ||dX'/dX||_F^2/(nd) (Eq. 27), Hutchinson mean", "units": "1"},
+    "eta": {"long_name": "normalised Jacobian norm eta = ||dX'/dX||_F^2/(nd) (Eq. 27)", "units": "1"},
     "eta_probe": {"long_name": "||J v||^2/(nd) for one Rademacher probe v (Hutchinson term of Eq. 27)", "units": "1"},
     "eta_plateau": {"long_name": "supercritical eta limit (1 - 1/d) mean_i 1/||x_i||^2 (Eq. 24)", "units": "1"},
     "n_eff": {"long_name": "effective number of attended tokens mean_i 1/sum_j A_ij^2 (App. C)", "units": "1"},
@@ -92,8 +96,10 @@ class CriticalScaling(Experiment):
         budget = int(opts["block_mib"]) << 20
         shape = (len(ns), len(ds), len(seeds), len(rhos), len(gammas), len(alphas))
         nan = np.nan
+        hutchinson = opts["eta_method"] == "hutchinson"
         lam = np.full(shape, nan)
-        eta_probe = np.full((*shape, opts["probes"]), nan)
+        eta = np.full(shape, nan)
+        eta_probe = np.full((*shape, opts["probes"] if hutchinson else 0), nan)
         cos_out = np.full((*shape, len(kernel.QUANTILES)), nan)
         n_eff = np.full(shape[:5], nan)
         cos_in = np.full((*shape[:4], len(kernel.QUANTILES)), nan)
@@ -108,13 +114,15 @@ class CriticalScaling(Experiment):
             if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
                 z0, z = draw_tokens(n, d, seed, opts["noise"])
                 z0, z = z0.to(device, dtype), z.to(device, dtype)
-                probes = draw_probes(n, d, seed, opts["probes"]).to(device)  # int8
+                probes = draw_probes(n, d, seed, opts["probes"]).to(device) if hutchinson else None  # int8
                 lambda_pairs, quantile_tokens = self._samples(n, seed, opts, device)
                 beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
             obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget)
             lam[a, b, s, r] = obs.lam.double().cpu().numpy()
-            eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
+            eta[a, b, s, r] = obs.eta.double().cpu().numpy()
+            if hutchinson:
+                eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
             cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
             n_eff[a, b, s, r] = obs.n_eff.double().cpu().numpy()
             cos_in[a, b, s, r] = obs.cos_in.double().cpu().numpy()
@@ -123,8 +131,7 @@ class CriticalScaling(Experiment):
         ds_ = xr.Dataset(
             {
                 "lambda": (DIMS, lam),
-                "eta": (DIMS, eta_probe.mean(-1)),
-                "eta_probe": ((*DIMS, "probe"), eta_probe),
+                "eta": (DIMS, eta),
                 "n_eff": (DIMS[:5], n_eff),
                 "cos_in_quantile": ((*DIMS[:4], "quantile"), cos_in),
                 "cos_out_quantile": ((*DIMS, "quantile"), cos_out),
@@ -132,11 +139,14 @@ class CriticalScaling(Experiment):
             },
             coords={
                 "n": ns, "d": ds, "seed": seeds, "rho": rhos, "gamma": gammas, "alpha": alphas,
-                "probe": np.arange(opts["probes"]), "quantile": list(kernel.QUANTILES),
+                "quantile": list(kernel.QUANTILES),
             },
         )
-        for var, attrs in VARIABLES.items():
-            ds_[var].attrs.update(attrs)
+        if hutchinson:
+            ds_["eta_probe"] = ((*DIMS, "probe"), eta_probe)
+            ds_.coords["probe"] = np.arange(opts["probes"])
+        for var in ds_.data_vars:
+            ds_[var].attrs.update(VARIABLES[var])
         for axis in self.axes:
             ds_[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
         ds_["seed"].attrs.update(long_name="random seed")
@@ -148,8 +158,10 @@ class CriticalScaling(Experiment):
                 else f"{opts['pair_samples']} uniform pairs where n > {opts['pair_subsample_n']}, all pairs below"
             ),
             quantile_pairs=f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly",
-            hutchinson_probes=opts["probes"],
+            eta_method=ETA_METHOD[opts["eta_method"]],
         )
+        if hutchinson:
+            ds_.attrs["hutchinson_probes"] = opts["probes"]
         return ds_
 
     @staticmethod
@@ -179,10 +191,6 @@ class CriticalScaling(Experiment):
                 "lambda_se": sem(sweep["lambda"]),
                 "eta": sweep["eta"].mean("seed"),
                 "eta_se": sem(sweep["eta"]),
-                "eta_hutchinson_se": np.sqrt(
-                    (sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]).sum("seed")
-                )
-                / k,
                 "eta_normalized": eta_normalized.mean("seed"),
                 "eta_normalized_se": sem(eta_normalized),
                 "eta_plateau": sweep["eta_plateau"].mean("seed"),
@@ -197,7 +205,10 @@ class CriticalScaling(Experiment):
         out["eta_normalized"].attrs.update(long_name="eta / eta_plateau, seed mean", units="1")
         for var in ("lambda", "eta", "eta_normalized", "n_eff"):
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
-        out["eta_hutchinson_se"].attrs.update(long_name="part of eta_se due to the finite probe count", units="1")
+        if "eta_probe" in sweep:
+            probe_var = sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]
+            out["eta_hutchinson_se"] = np.sqrt(probe_var.sum("seed")) / k
+            out["eta_hutchinson_se"].attrs.update(long_name="part of eta_se due to the finite probe count", units="1")
         out = out.compute()
         out.update(self.theory(out))
         out.attrs.update(sweep.attrs)

@@ -7,7 +7,9 @@ Notation (paper 000; notes 000 section 1):
   (Eq. 3); computed in log space (``logsumexp``), never ``exp`` of raw scores;
 - ``ATT(y_i) = sum_j A_ij y_j`` (Eq. 4) and ``x'_i = ATT(y_i) + alpha x_i`` (Eq. 5);
 - ``lambda`` (Eq. 26): mean over pairs of ``(1 - <y'_i, y'_j>) / (1 - <y_i, y_j>)``;
-- ``eta`` (Eq. 27): ``||d X'/d X||_F^2 / (n d)`` by Hutchinson, ``E ||J v||^2`` over Rademacher v.
+- ``eta`` (Eq. 27): ``||d X'/d X||_F^2 / (n d)``, exactly from Gram matrices
+  (``jacobian_frobenius``) or by Hutchinson, ``E ||J v||^2`` over Rademacher v
+  (``jacobian_probe_norms``), as the paper does.
 
 Memory is bounded: every n x n quantity is formed one block of rows at a time, with the block
 height chosen from a byte budget. All functions take a batch of ``beta`` values (the gamma
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor
 
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+DIRECT_MAX_D = 8  # pair distances from differences up to this d, from Gram matrices above
 
 
 def normalize(x: Tensor) -> Tensor:
@@ -72,22 +75,32 @@ def centered_sq_norms(y: Tensor) -> tuple[Tensor, Tensor]:
     return r, r.square().sum(-1)
 
 
+def pair_sq_distances(r: Tensor, sq: Tensor, rows: slice) -> Tensor:
+    """``||r_i - r_k||^2`` (..., b, n) for ``i`` in ``rows``, from ``centered_sq_norms``.
+
+    From the Gram matrix of ``r`` when d > ``DIRECT_MAX_D``; for small d, where some pairs
+    are inevitably within ``~n^(-2/(d-1))`` of each other and the Gram form loses all their
+    digits (d = 2, n = 128: ~1e-8), from the differences themselves (b n d numbers, cheap there).
+    """
+    if r.shape[-1] <= DIRECT_MAX_D:
+        return (r[..., rows, None, :] - r[..., None, :, :]).square().sum(-1)
+    return sq[..., rows, None] + sq[..., None, :] - 2 * r[..., rows, :] @ r.transpose(-1, -2)
+
+
 def angle_ratio_all_pairs(y: Tensor, y_out: Tensor, budget_bytes: int) -> Tensor:
     """Eq. 26 over all ordered pairs i != j (the same mean as over i < j).
 
     ``y`` (n, d) inputs on the sphere, ``y_out`` (..., n, d) outputs; returns (...).
     """
-    n = y.shape[-2]
+    n, d = y.shape[-2:]
     batch = y_out.shape[:-2]
     r_in, sq_in = centered_sq_norms(y)
     r_out, sq_out = centered_sq_norms(y_out)
     total = torch.zeros(batch, dtype=y.dtype, device=y.device)
-    width = max(1, y_out[..., 0, 0].numel())
-    for rows in row_blocks(n, 3 * width * n * y.element_size(), budget_bytes):
-        dist_in = sq_in[rows, None] + sq_in[None, :] - 2 * r_in[rows] @ r_in.T
-        dist_out = (
-            sq_out[..., rows, None] + sq_out[..., None, :] - 2 * r_out[..., rows, :] @ r_out.transpose(-1, -2)
-        )
+    width = max(1, y_out[..., 0, 0].numel()) * (d if d <= DIRECT_MAX_D else 3)
+    for rows in row_blocks(n, width * n * y.element_size(), budget_bytes):
+        dist_in = pair_sq_distances(r_in, sq_in, rows)
+        dist_out = pair_sq_distances(r_out, sq_out, rows)
         ratio = dist_out.clamp_min(0) / dist_in
         idx = torch.arange(rows.start, rows.stop, device=y.device)
         ratio[..., idx - rows.start, idx] = 0.0
@@ -178,19 +191,93 @@ def jacobian_probe_norms(
     return sq, dot
 
 
+def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tensor, Tensor]:
+    """``||J||_F^2`` and ``tr J`` exactly, ``J = d ATT(N(X)) / dX`` (Eq. 16, alpha = 0); (B,) each.
+
+    Block ``(i, k)`` of Eq. 16 is ``J_ik = M_ik P_k / r_k`` with ``r_k = ||x_k||``,
+    ``P_k = I - y_k y_k^T`` (Lemma B.1), ``o_i = ATT(y_i)`` and the attention covariance
+    ``C_i = sum_l A_il y_l y_l^T - o_i o_i^T``::
+
+        M_ik = A_ik [I + beta (y_k - o_i) y_i^T] + [i = k] beta C_i.
+
+    Its squared norm needs only Gram entries ``G_ik = <y_i, y_k>`` and ``H_ik = <o_i, y_k>``::
+
+        ||A_ik [...] P_k||^2 = A_ik^2 [(d - 1) + 2 beta (G_ik H_ik - H_ii)
+                                       + beta^2 ||y_k - o_i||^2 (1 - G_ik^2)],
+
+    and the diagonal blocks add ``2 beta A_ii tr(C_i P_i) + beta^2 ||C_i P_i||_F^2``, where
+    ``||C_i||_F^2`` holds ``sum_lm A_il A_im <y_l, y_m>^2``: an (n x n) x (n x n) product, or
+    (n x d^2) through ``y_l (x) y_l``, whichever is smaller. Cost per beta: O(n^2 (d + min(n, d^2))),
+    against O(m n^2 d) for m Hutchinson probes, with no sampling error. Differences of nearly
+    equal tokens are formed from tokens centred on their mean (as in ``centered_sq_norms``).
+    """
+    n, d = x.shape
+    n_beta, size = beta.numel(), x.element_size()
+    r2 = x.square().sum(-1)
+    y = x / r2.sqrt()[:, None]
+    mu = y.mean(0)
+    c, c_sq = centered_sq_norms(y)  # c_l = y_l - mu
+    c_mu = c @ mu  # <c_l, mu>
+    y_mu = y @ mu
+    gram_sq = (c @ c.T).square() if n <= d * d and n * n * size <= budget_bytes else None
+    frob = torch.zeros(n_beta, dtype=x.dtype, device=x.device)
+    trace = torch.zeros_like(frob)
+    beta_ = beta[:, None, None]
+    per_row = size * n_beta * (8 * n + (0 if gram_sq is not None else d * d))
+    for rows in row_blocks(n, per_row, budget_bytes):
+        idx = torch.arange(rows.start, rows.stop, device=x.device)
+        diag = (idx - rows.start, idx)
+        gram_c = c[rows] @ c.T  # <c_i, c_k>
+        half_dist = ((c_sq[rows, None] + c_sq - 2 * gram_c) / 2).clamp_min(0)  # 1 - G_ik
+        half_dist[diag] = 0
+        sin_sq = half_dist * (2 - half_dist)  # 1 - G_ik^2 = ||P_k y_i||^2
+        attn = attention_weights(y[rows], y, beta)  # (B, b, n)
+        o = attn @ y
+        o_c = o - mu
+        h_c = o_c @ c.T  # <o_i - mu, c_k>
+        dist_out = (c_sq + o_c.square().sum(-1, keepdim=True) - 2 * h_c).clamp_min(0)  # ||y_k - o_i||^2
+        h = h_c + (o_c @ mu)[..., None] + y_mu  # H_ik = <o_i, y_k>
+        h_ii = h[:, diag[0], diag[1]]
+        bracket = (d - 1) + 2 * beta_ * ((1 - half_dist) * h - h_ii[..., None]) + beta_.square() * dist_out * sin_sq
+        bracket[:, diag[0], diag[1]] = d - 1
+        frob += (attn.square() * bracket / r2).sum((-1, -2))
+
+        # diagonal blocks: C_i with the constant shift mu, C_i = sum_l A_il c_l c_l^T - o_c o_c^T
+        a_ii = attn[:, diag[0], diag[1]]
+        proj_o = o - h_ii[..., None] * y[rows]  # P_i o_i
+        trace_cp = (attn * sin_sq).sum(-1) - proj_o.square().sum(-1)  # tr(C_i P_i)
+        if gram_sq is not None:  # ||C_i P_i||^2 = ||C_i||^2 - ||C_i y_i||^2 from Gram sums
+            cross = ((attn @ gram_sq) * attn).sum(-1)  # sum_lm A_il A_im <c_l, c_m>^2
+            cov_sq = cross - 2 * (attn * h_c.square()).sum(-1) + o_c.square().sum(-1).square()
+            c_y = (attn * (gram_c + c_mu)) @ c - o_c * (o_c * y[rows]).sum(-1, keepdim=True)  # C_i y_i
+            cov_proj_sq = (cov_sq - c_y.square().sum(-1)).clamp_min(0)
+        else:  # the d x d matrices C_i themselves: no cancellation between O(1) sums
+            cov = torch.zeros(n_beta, rows.stop - rows.start, d * d, dtype=x.dtype, device=x.device)
+            for cols in row_blocks(n, size * d * d, budget_bytes // 4):
+                cov += attn[..., cols] @ (c[cols, :, None] * c[cols, None, :]).reshape(-1, d * d)
+            cov = cov.reshape(*cov.shape[:-1], d, d) - o_c[..., :, None] * o_c[..., None, :]
+            c_y = cov @ y[rows, :, None]  # (B, b, d, 1)
+            cov_proj_sq = (cov - c_y * y[rows, None, :]).square().sum((-1, -2))
+        beta_1 = beta[:, None]
+        frob += ((2 * beta_1 * a_ii * trace_cp + beta_1.square() * cov_proj_sq) / r2[rows]).sum(-1)
+        trace += ((a_ii * (d - 1) + beta_1 * trace_cp) / r2[rows].sqrt()).sum(-1)
+    return frob, trace
+
+
 @dataclass
 class LayerObservables:
     """Observables of one input X over the (gamma, alpha) batch.
 
-    Shapes: ``lam`` (B, A), ``n_eff`` (B,), ``cos_out`` (B, A, q), ``eta_probe`` (B, A, m),
-    ``cos_in`` (q,), ``eta_plateau`` scalar.
+    Shapes: ``lam`` (B, A), ``n_eff`` (B,), ``cos_out`` (B, A, q), ``eta`` (B, A),
+    ``eta_probe`` (B, A, m) or None (exact eta), ``cos_in`` (q,), ``eta_plateau`` scalar.
     """
 
     lam: Tensor
     n_eff: Tensor
     cos_in: Tensor
     cos_out: Tensor
-    eta_probe: Tensor
+    eta: Tensor
+    eta_probe: Tensor | None
     eta_plateau: Tensor
 
 
@@ -198,13 +285,15 @@ def observe(
     x: Tensor,
     beta: Tensor,
     alpha: Tensor,
-    probes: Tensor,
+    probes: Tensor | None,
     lambda_pairs: tuple[Tensor, Tensor] | None,
     quantile_tokens: Tensor,
     budget_bytes: int,
 ) -> LayerObservables:
     """All observables of paper 000 for one token matrix ``x`` (n, d).
 
+    ``probes`` None means eta exactly (``jacobian_frobenius``); otherwise its Hutchinson
+    estimate over these probes, one value per probe.
     ``lambda_pairs`` None means the exact mean over all pairs; otherwise the sampled pairs.
     Cosine quantiles are taken over all pairs among ``quantile_tokens``.
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
@@ -223,9 +312,16 @@ def observe(
     cos_in = cosine_quantiles(y, quantile_tokens, levels)
     cos_out = cosine_quantiles(y_out, quantile_tokens, levels)
 
-    sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
-    a = alpha[None, :, None]
+    # ||J + alpha I||^2 = ||J||^2 + 2 alpha tr J + alpha^2 n d; per probe v the same with
     # ||(J + alpha I) v||^2 = ||J v||^2 + 2 alpha <J v, v> + alpha^2 ||v||^2, ||v||^2 = n d.
-    eta_probe = (sq[:, None, :] + 2 * a * dot[:, None, :] + a.square() * (n * d)) / (n * d)
+    if probes is None:
+        sq, dot = jacobian_frobenius(x, beta, budget_bytes)  # (B,)
+        sq, dot = sq[:, None, None], dot[:, None, None]
+    else:
+        sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
+        sq, dot = sq[:, None, :], dot[:, None, :]
+    a = alpha[None, :, None]
+    eta_terms = (sq + 2 * a * dot + a.square() * (n * d)) / (n * d)  # (B, A, m or 1)
+    eta_probe = None if probes is None else eta_terms
     eta_plateau = (1 - 1 / d) * (1 / x.square().sum(-1)).mean()
-    return LayerObservables(lam, n_eff, cos_in, cos_out, eta_probe, eta_plateau)
+    return LayerObservables(lam, n_eff, cos_in, cos_out, eta_terms.mean(-1), eta_probe, eta_plateau)
