@@ -6,12 +6,14 @@
   through the warm fork server of local runs (``attnsweep.worker``). The import of torch and
   of xarray/zarr alone are timed for the breakdown. Target: <= 1.5 s.
 - ``long``: one grid point at n = 65536, d = 128 (``attnsweep run``): wall time and peak
-  resident memory of the process. Target: <= 4 GB.
+  resident memory of the process. Target: <= 4 GB. Hutchinson by default: at n far above
+  d^2 it is the cheaper eta (exact costs O(n^2 d^2) per gamma there).
 
 Each figure is the median of ``--repeats`` runs, timed from outside with perf_counter, peak
 memory from getrusage of the finished child.
 
 usage: python benchmarks/bench_process.py [overhead|long] [--repeats 5] [--probes 16]
+       [--eta-method hutchinson|exact]
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def median_of(cmd: list[str], repeats: int) -> tuple[float, float, float, float]
 def overhead(repeats: int) -> None:
     spec = {"experiment": "critical_scaling", "dtype": "float32", "seeds": [0],
             "grid": {"n": [2], "d": [1], "rho": [0.5], "gamma": [1.0], "alpha": [0.0]},
-            "options": {"noise": "scaled", "probes": 1, "pair_subsample_n": 16384,
+            "options": {"noise": "scaled", "eta_method": "exact", "probes": 1, "pair_subsample_n": 16384,
                         "pair_samples": 4194304, "quantile_tokens": 512, "block_mib": 256}}
     with tempfile.TemporaryDirectory() as tmp:
         job = [sys.executable, "-m", "attnsweep.cli", "job", json.dumps(spec),
@@ -75,11 +77,11 @@ def overhead(repeats: int) -> None:
             server.wait()
 
 
-def long_context(repeats: int, probes: int) -> None:
+def long_context(repeats: int, probes: int, eta_method: str) -> None:
     out = tempfile.mkdtemp()
     try:
         cmd = [sys.executable, "-m", "attnsweep.cli", "run", "critical_scaling", "n=65536", "d=128",
-               "rho=0.5", "gamma=2", "seeds=1", f"probes={probes}", "device=cpu",
+               "rho=0.5", "gamma=2", "seeds=1", f"eta_method={eta_method}", f"probes={probes}", "device=cpu",
                f"threads={os.cpu_count()}", "--quiet", "--out", f"{out}/point.zarr"]
         walls, peaks = [], []
         for _ in range(repeats):
@@ -87,7 +89,8 @@ def long_context(repeats: int, probes: int) -> None:
             wall, peak = run(cmd)
             walls.append(wall)
             peaks.append(peak)
-        print(f"  n=65536 d=128, {probes} probes: wall median {statistics.median(walls):.1f} s "
+        what = f"{probes} probes" if eta_method == "hutchinson" else "exact eta"
+        print(f"  n=65536 d=128, {what}: wall median {statistics.median(walls):.1f} s "
               f"(min {min(walls):.1f}, max {max(walls):.1f}), peak RSS max {max(peaks):.2f} GiB")
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -98,12 +101,13 @@ def main() -> None:
     parser.add_argument("which", choices=["overhead", "long"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--probes", type=int, default=16)
+    parser.add_argument("--eta-method", default="hutchinson", choices=["hutchinson", "exact"])
     args = parser.parse_args()
     print(f"machine: {os.uname().nodename}, {os.cpu_count()} cpus, python {sys.version.split()[0]}")
     if args.which == "overhead":
         overhead(args.repeats)
     else:
-        long_context(args.repeats, args.probes)
+        long_context(args.repeats, args.probes, args.eta_method)
 
 
 if __name__ == "__main__":

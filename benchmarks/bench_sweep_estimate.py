@@ -22,8 +22,12 @@ from attnsweep.config import load_sweep, load_yaml
 from attnsweep.registry import JobSpec, get
 
 
-def gemm_gflop(n: int, d: int, n_gamma: int, probes: int) -> float:
-    """Matrix-multiply work of one rho: forward, lambda and the Hutchinson JVPs."""
+def gemm_gflop(n: int, d: int, n_gamma: int, probes: int | None) -> float:
+    """Matrix-multiply work of one rho: forward and lambda, then eta exactly (probes None:
+    in the span of the tokens, d -> min(d, n + 1)) or by the Hutchinson JVPs."""
+    if probes is None:
+        d = min(d, n + 1)
+        return 2 * n * n * (3 * d + n_gamma * (4 * d + min(n, d * d))) / 1e9
     return 2 * n * n * d * (2 + n_gamma + 1 + 2 * probes + 2 * probes * n_gamma) / 1e9
 
 
@@ -40,11 +44,12 @@ def main() -> None:
     experiment = get("critical_scaling")
     device = torch.device(args.device)
     torch.set_num_threads(sweep.config["threads"])
-    probes, n_gamma = plan.options["probes"], len(plan.grid["gamma"])
+    probes = plan.options["probes"] if plan.options["eta_method"] == "hutchinson" else None
+    n_gamma = len(plan.grid["gamma"])
     rho_mid = plan.grid["rho"][len(plan.grid["rho"]) // 2]
     per_rho: dict[tuple[int, int], float] = {}
     print(f"{args.config}: device {device}, torch threads {torch.get_num_threads()}, "
-          f"{n_gamma} gamma x {probes} probes per rho")
+          f"{n_gamma} gamma per rho, eta {'exact' if probes is None else f'by {probes} probes'}")
     for n in plan.grid["n"]:
         measured: tuple[int, float] | None = None
         for d in plan.grid["d"]:

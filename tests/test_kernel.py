@@ -103,7 +103,7 @@ def test_eta_standard_basis_is_exact_on_simplex(n, extra_d, rho, q):
     eta = sq.sum(-1) / (n * d)
     expected = theory.simplex_eta(n, d, rho, gammas, q)
     np.testing.assert_allclose(eta.numpy(), expected, rtol=1e-6, atol=1e-12)
-    frob, _ = kernel.jacobian_frobenius(x, beta, BIG)
+    frob = kernel.jacobian_frobenius(x, beta, BIG).frob
     np.testing.assert_allclose(frob.numpy() / (n * d), expected, rtol=1e-6, atol=1e-12)
     # <J e_k, e_k> summed is the trace of J: check it against the dense Jacobian.
     for b, g in enumerate(gammas):
@@ -130,7 +130,7 @@ def test_exact_frobenius_and_trace_match_dense_jacobian(n, d, rho, budget):
     x = gaussian_tokens(n, d, rho, seed=1)
     gammas = [0.0, 0.7, 2.0, 5.0, 12.0]
     beta = torch.tensor([g * math.log(n) for g in gammas], dtype=F64)
-    frob, trace = kernel.jacobian_frobenius(x, beta, budget)
+    _, _, frob, trace = kernel.jacobian_frobenius(x, beta, budget)
     for b in range(len(gammas)):
         jac = dense_jacobian(x, beta[b].item())
         np.testing.assert_allclose(frob[b].item(), jac.square().sum().item(), rtol=1e-10)
@@ -148,6 +148,25 @@ def test_observe_exact_eta_with_residual_matches_dense_jacobian():
         for a, al in enumerate(alphas):
             jac = dense_jacobian(x, g * math.log(n), al)
             np.testing.assert_allclose(obs.eta[b, a].item(), (jac.square().sum() / (n * d)).item(), rtol=1e-10)
+
+
+def test_span_coordinates_change_no_observable():
+    """Truth: the same observables in R^d. For d > n + 1 the exact path works in the (n + 1)-
+    dimensional span of z_0, z_i (an isometry): every observable agrees to 1e-10, float64."""
+    n, d = 20, 50
+    z0, z = draw_tokens(n, d, 3, "scaled")
+    z0_s, z_s = kernel.span_coordinates(z0, z)
+    assert z_s.shape == (n, n + 1)
+    gammas, alphas = [0.5, 2.0, 8.0], [0.0, 0.7]
+    for rho in (0.0, 0.6):
+        x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
+        x_s = math.sqrt(rho) * z0_s + math.sqrt(1 - rho) * z_s
+        beta = torch.tensor([g * math.log(n) for g in gammas], dtype=F64)
+        alpha = torch.tensor(alphas, dtype=F64)
+        full = kernel.observe(x, beta, alpha, None, None, torch.arange(n), BIG)
+        span = kernel.observe(x_s, beta, alpha, None, None, torch.arange(n), BIG, dim=d)
+        for key, value in _observables(full).items():
+            np.testing.assert_allclose(_observables(span)[key], value, rtol=1e-10, atol=1e-12, err_msg=key)
 
 
 def test_hutchinson_agrees_with_exact_beyond_dense_sizes():

@@ -105,8 +105,8 @@ class Experiment(ABC):
         """Phase boundaries with their uncertainty, as a table and as a Dataset."""
 
     @abstractmethod
-    def figures(self, grid: dict[str, list[float]]) -> list[FigureSpec]:
-        """The figures this experiment draws for a grid."""
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        """The figures this experiment draws for a grid and options (captions may name both)."""
 
     @abstractmethod
     def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:

@@ -17,7 +17,7 @@ PYTHON = sys.executable  # the interpreter running snakemake has attnsweep insta
 RESULTS = SWEEP.results
 LOGS = SWEEP.logs
 JOBS = {name: plan.jobs() for name, plan in SWEEP.plans.items()}
-FIGURES = {name: plan.experiment.figures(plan.grid) for name, plan in SWEEP.plans.items()}
+FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
 
 
 wildcard_constraints:

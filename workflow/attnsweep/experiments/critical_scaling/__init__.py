@@ -113,12 +113,14 @@ class CriticalScaling(Experiment):
         ):
             if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
                 z0, z = draw_tokens(n, d, seed, opts["noise"])
+                if not hutchinson and d > n + 1:  # exact path: the tokens' span suffices
+                    z0, z = kernel.span_coordinates(z0, z)
                 z0, z = z0.to(device, dtype), z.to(device, dtype)
                 probes = draw_probes(n, d, seed, opts["probes"]).to(device) if hutchinson else None  # int8
                 lambda_pairs, quantile_tokens = self._samples(n, seed, opts, device)
                 beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
-            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget)
+            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d)
             lam[a, b, s, r] = obs.lam.double().cpu().numpy()
             eta[a, b, s, r] = obs.eta.double().cpu().numpy()
             if hutchinson:
@@ -299,14 +301,14 @@ class CriticalScaling(Experiment):
                       "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_critical"]]
 
     # ------------------------------------------------------------------ figures
-    def figures(self, grid: dict[str, list[float]]) -> list[FigureSpec]:
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
         from attnsweep.experiments.critical_scaling import figures  # matplotlib: not in simulate jobs
 
         specs = []
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
             specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid)))
-            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid)))
+            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options)))
         specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid)))
         return specs
 

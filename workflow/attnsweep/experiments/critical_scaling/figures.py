@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
@@ -27,10 +29,12 @@ def caption_lambda(n: int, grid: dict[str, list[float]]) -> str:
     )
 
 
-def caption_eta(n: int, grid: dict[str, list[float]]) -> str:
+def caption_eta(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    method = ("exact, from Gram matrices" if options["eta_method"] == "exact"
+              else f"Hutchinson with {options['probes']} Rademacher probes, as in the paper")
     return (
-        f"Figure 2 of paper 000 at n = {n}: seed-mean Jacobian norm eta (Eq. 27, Hutchinson with "
-        f"Rademacher probes) over (rho, gamma), one panel per d in {{{_values(grid, 'd')}}}, alpha = 0. "
+        f"Figure 2 of paper 000 at n = {n}: seed-mean Jacobian norm eta (Eq. 27, {method}) "
+        f"over (rho, gamma), one panel per d in {{{_values(grid, 'd')}}}, alpha = 0. "
         "Dashed: gamma = 1/(1 - rho) (Theorem 2.3). Markers: measured gamma* where eta over its "
         "supercritical plateau (1 - 1/d) mean 1/||x_i||^2 crosses 1/4, with a 95% bootstrap interval."
     )

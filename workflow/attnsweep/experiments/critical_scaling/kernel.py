@@ -19,7 +19,9 @@ axis) and of ``alpha`` values, which share the attention computation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -136,12 +138,9 @@ def cosine_quantiles(y: Tensor, tokens: Tensor, levels: Tensor) -> Tensor:
     sub = y[..., tokens, :]
     i, j = torch.triu_indices(tokens.numel(), tokens.numel(), offset=1, device=y.device)
     cos = (sub @ sub.transpose(-1, -2))[..., i, j]
-    flat = cos.reshape(-1, cos.shape[-1])
-    rows_per_call = max(1, (1 << 24) // flat.shape[-1])  # torch.quantile's input-size limit
-    q = torch.cat(
-        [torch.quantile(flat[k : k + rows_per_call], levels, dim=-1).T for k in range(0, flat.shape[0], rows_per_call)]
-    )
-    return q.reshape(*cos.shape[:-1], levels.numel())
+    # numpy selects (introselect) where torch.quantile sorts: ~2x faster on the CPU
+    q = np.quantile(cos.cpu().numpy(), levels.cpu().numpy(), axis=-1)
+    return torch.from_numpy(np.moveaxis(q, 0, -1)).to(y.device, y.dtype)
 
 
 def jacobian_probe_norms(
@@ -191,8 +190,33 @@ def jacobian_probe_norms(
     return sq, dot
 
 
-def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tensor, Tensor]:
-    """``||J||_F^2`` and ``tr J`` exactly, ``J = d ATT(N(X)) / dX`` (Eq. 16, alpha = 0); (B,) each.
+def span_coordinates(z0: Tensor, z: Tensor) -> tuple[Tensor, Tensor]:
+    """``z_0`` (d,) and ``z`` (n, d) in an orthonormal basis of their span (dimension n + 1).
+
+    Every observable except the ambient ``d`` that eta's formula takes as a number is
+    invariant under rotations of R^d, so for ``d > n + 1`` the exact path works in these
+    coordinates (``Z^T = Q R``, ``Z Q = R^T``: an isometry) at the cost of n + 1 dimensions.
+    """
+    _, r = torch.linalg.qr(torch.cat([z0[None], z]).T)
+    coords = r.T
+    return coords[0], coords[1:]
+
+
+class ExactLayer(NamedTuple):
+    """The layer and its exact Jacobian norm over the beta batch (B,)."""
+
+    att: Tensor  # ATT(y_i) (B, n, d), Eq. 4
+    n_eff: Tensor  # mean_i 1 / sum_j A_ij^2 (B,)
+    frob: Tensor  # ||J||_F^2 (B,)
+    trace: Tensor  # tr J (B,)
+
+
+def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int, dim: int | None = None) -> ExactLayer:
+    """``||J||_F^2`` and ``tr J`` exactly, ``J = d ATT(N(X)) / dX`` (Eq. 16, alpha = 0).
+
+    Returns them with ``ATT`` and ``n_eff`` (as ``attention_layer``), which share the
+    attention matrix. ``dim`` is the ambient dimension d when ``x`` holds coordinates in a
+    subspace containing the tokens (``span_coordinates``); default ``x.shape[1]``.
 
     Block ``(i, k)`` of Eq. 16 is ``J_ik = M_ik P_k / r_k`` with ``r_k = ||x_k||``,
     ``P_k = I - y_k y_k^T`` (Lemma B.1), ``o_i = ATT(y_i)`` and the attention covariance
@@ -212,6 +236,7 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tens
     equal tokens are formed from tokens centred on their mean (as in ``centered_sq_norms``).
     """
     n, d = x.shape
+    d_ambient = d if dim is None else dim
     n_beta, size = beta.numel(), x.element_size()
     r2 = x.square().sum(-1)
     y = x / r2.sqrt()[:, None]
@@ -222,6 +247,7 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tens
     gram_sq = (c @ c.T).square() if n <= d * d and n * n * size <= budget_bytes else None
     frob = torch.zeros(n_beta, dtype=x.dtype, device=x.device)
     trace = torch.zeros_like(frob)
+    outs, inv_participation = [], []
     beta_ = beta[:, None, None]
     per_row = size * n_beta * (8 * n + (0 if gram_sq is not None else d * d))
     for rows in row_blocks(n, per_row, budget_bytes):
@@ -233,13 +259,15 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tens
         sin_sq = half_dist * (2 - half_dist)  # 1 - G_ik^2 = ||P_k y_i||^2
         attn = attention_weights(y[rows], y, beta)  # (B, b, n)
         o = attn @ y
+        outs.append(o)
+        inv_participation.append(1.0 / attn.square().sum(-1))
         o_c = o - mu
         h_c = o_c @ c.T  # <o_i - mu, c_k>
         dist_out = (c_sq + o_c.square().sum(-1, keepdim=True) - 2 * h_c).clamp_min(0)  # ||y_k - o_i||^2
         h = h_c + (o_c @ mu)[..., None] + y_mu  # H_ik = <o_i, y_k>
         h_ii = h[:, diag[0], diag[1]]
-        bracket = (d - 1) + 2 * beta_ * ((1 - half_dist) * h - h_ii[..., None]) + beta_.square() * dist_out * sin_sq
-        bracket[:, diag[0], diag[1]] = d - 1
+        bracket = (d_ambient - 1) + 2 * beta_ * ((1 - half_dist) * h - h_ii[..., None]) + beta_.square() * dist_out * sin_sq
+        bracket[:, diag[0], diag[1]] = d_ambient - 1
         frob += (attn.square() * bracket / r2).sum((-1, -2))
 
         # diagonal blocks: C_i with the constant shift mu, C_i = sum_l A_il c_l c_l^T - o_c o_c^T
@@ -260,8 +288,8 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tens
             cov_proj_sq = (cov - c_y * y[rows, None, :]).square().sum((-1, -2))
         beta_1 = beta[:, None]
         frob += ((2 * beta_1 * a_ii * trace_cp + beta_1.square() * cov_proj_sq) / r2[rows]).sum(-1)
-        trace += ((a_ii * (d - 1) + beta_1 * trace_cp) / r2[rows].sqrt()).sum(-1)
-    return frob, trace
+        trace += ((a_ii * (d_ambient - 1) + beta_1 * trace_cp) / r2[rows].sqrt()).sum(-1)
+    return ExactLayer(torch.cat(outs, dim=1), torch.cat(inv_participation, dim=1).mean(-1), frob, trace)
 
 
 @dataclass
@@ -289,8 +317,11 @@ def observe(
     lambda_pairs: tuple[Tensor, Tensor] | None,
     quantile_tokens: Tensor,
     budget_bytes: int,
+    dim: int | None = None,
 ) -> LayerObservables:
     """All observables of paper 000 for one token matrix ``x`` (n, d).
+
+    ``dim``: the ambient dimension when ``x`` holds span coordinates (exact eta only).
 
     ``probes`` None means eta exactly (``jacobian_frobenius``); otherwise its Hutchinson
     estimate over these probes, one value per probe.
@@ -299,10 +330,18 @@ def observe(
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
     tokens (sum of the diagonal blocks of Eq. 24; notes 000 section 1).
     """
-    n, d = x.shape
+    n, d = x.shape[0], x.shape[1] if dim is None else dim
+    if probes is not None and d != x.shape[1]:
+        raise ValueError("Hutchinson probes live in R^d: pass x in its ambient coordinates")
     levels = torch.tensor(QUANTILES, dtype=x.dtype, device=x.device)
     y = normalize(x)
-    att, n_eff = attention_layer(x, beta, budget_bytes)
+    if probes is None:
+        att, n_eff, sq, dot = jacobian_frobenius(x, beta, budget_bytes, d)  # (B, n, d'), (B,) x 3
+        sq, dot = sq[:, None, None], dot[:, None, None]
+    else:
+        att, n_eff = attention_layer(x, beta, budget_bytes)
+        sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
+        sq, dot = sq[:, None, :], dot[:, None, :]
     x_out = att[:, None] + alpha[None, :, None, None] * x  # (B, A, n, d), Eq. 5
     y_out = normalize(x_out)
     if lambda_pairs is None:
@@ -314,12 +353,6 @@ def observe(
 
     # ||J + alpha I||^2 = ||J||^2 + 2 alpha tr J + alpha^2 n d; per probe v the same with
     # ||(J + alpha I) v||^2 = ||J v||^2 + 2 alpha <J v, v> + alpha^2 ||v||^2, ||v||^2 = n d.
-    if probes is None:
-        sq, dot = jacobian_frobenius(x, beta, budget_bytes)  # (B,)
-        sq, dot = sq[:, None, None], dot[:, None, None]
-    else:
-        sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
-        sq, dot = sq[:, None, :], dot[:, None, :]
     a = alpha[None, :, None]
     eta_terms = (sq + 2 * a * dot + a.square() * (n * d)) / (n * d)  # (B, A, m or 1)
     eta_probe = None if probes is None else eta_terms
