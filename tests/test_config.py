@@ -116,6 +116,31 @@ MALFORMED: dict[str, tuple[str, str]] = {
     "log_from_zero": ("experiments: {critical_scaling: {gamma: {start: 0, stop: 2, num: 3, log: true}}}",
                       f"{CS}.gamma"),
     "no_experiments": ("experiments: {}", "experiments"),
+    "d_below_two": ("experiments: {critical_scaling: {d: [1, 4]}}", f"{CS}.d"),
+    "gamma_negative": ("experiments: {critical_scaling: {gamma: [-0.5, 1]}}", f"{CS}.gamma"),
+    "alpha_negative": ("experiments: {critical_scaling: {alpha: -1}}", f"{CS}.alpha"),
+    "step_zero": ("experiments: {critical_scaling: {gamma: {start: 0, stop: 1, step: 0}}}", f"{CS}.gamma"),
+    "range_key_unknown": ("experiments: {critical_scaling: {rho: {start: 0, stop: 0.5, count: 3}}}",
+                          f"{CS}.rho"),
+    "string_in_list": ("experiments: {critical_scaling: {rho: [0.1, x]}}", f"{CS}.rho"),
+    "seeds_string": ("experiments: {critical_scaling: {seeds: many}}", f"{CS}.seeds"),
+    "duplicated_seeds": ("experiments: {critical_scaling: {seeds: [1, 2, 1]}}", f"{CS}.seeds"),
+    "duplicated_wildcards": ("experiments: {critical_scaling: {wildcards: [n, n]}}", f"{CS}.wildcards"),
+    "probes_zero": ("experiments: {critical_scaling: {probes: 0}}", f"{CS}.probes"),
+    "unknown_eta_method": ("experiments: {critical_scaling: {eta_method: dense}}", f"{CS}.eta_method"),
+    "unknown_noise": ("experiments: {critical_scaling: {noise: uniform}}", f"{CS}.noise"),
+    "block_mib_zero": ("experiments: {critical_scaling: {block_mib: 0}}", f"{CS}.block_mib"),
+    "quantile_tokens_too_many": ("experiments: {critical_scaling: {quantile_tokens: 100000}}",
+                                 f"{CS}.quantile_tokens"),
+    "threads_zero": ("threads: 0\nexperiments: {critical_scaling: {}}", "threads"),
+    "warm_worker_not_bool": ("warm_worker: 3\nexperiments: {critical_scaling: {}}", "warm_worker"),
+    "results_not_string": ("results: [a, b]\nexperiments: {critical_scaling: {}}", "results"),
+    "experiment_not_mapping": ("experiments: {critical_scaling: [n, d]}", CS),
+    "job_overflows_memory": ("experiments: {critical_scaling: {n: [2000000], d: [1024], rho: 0.5, gamma: 1}}", CS),
+    "job_overflows_memory_batched": (
+        "experiments: {critical_scaling: {n: [262144], d: [256], rho: 0.5, gamma: {start: 1, stop: 10, num: 40},"
+        " eta_method: hutchinson, probes: 64}}", CS),
+    "max_job_mib_too_small": ("max_job_mib: 1\nexperiments: {critical_scaling: {}}", "max_job_mib"),
 }
 
 

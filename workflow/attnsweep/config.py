@@ -173,7 +173,20 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
         name: plan_experiment(name, section, config["dtype"])
         for name, section in config["experiments"].items()
     }
+    for plan in plans.values():
+        check_job_memory(plan, config["max_job_mib"])
     return Sweep(config, plans)
+
+
+def check_job_memory(plan: Plan, max_job_mib: int) -> None:
+    """Refuse a plan whose biggest job would need more than ``max_job_mib`` (an estimate)."""
+    need, path = max((plan.experiment.job_memory_bytes(job), path) for path, job in plan.jobs().items())
+    if need > max_job_mib << 20:
+        raise ConfigError(
+            f"experiments.{plan.name}",
+            f"job {path} would need about {need / 2**30:.1f} GiB, over max_job_mib = {max_job_mib}: "
+            "make more axes wildcards, lower block_mib, or raise max_job_mib",
+        )
 
 
 def experiment_defaults(name: str) -> dict[str, Any]:

@@ -97,6 +97,10 @@ class Experiment(ABC):
         """Run one job: a Dataset with every axis and ``seed`` as dimensions."""
 
     @abstractmethod
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front."""
+
+    @abstractmethod
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
         """Statistics over seeds plus theory on the same coordinates."""
 

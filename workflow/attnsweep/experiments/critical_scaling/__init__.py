@@ -79,7 +79,7 @@ class CriticalScaling(Experiment):
     paper = "000_334135bd8fd13e48.txt"
     axes = (
         Axis("n", "int", "number of tokens", low=2),
-        Axis("d", "int", "token dimension", low=1),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
         Axis("rho", "float", "shared component weight of Eq. 25", low=0, high=1, high_open=True),
         Axis("gamma", "float", "attention scaling, beta = gamma log n", low=0),
         Axis("alpha", "float", "residual weight of Eq. 5", low=0),
@@ -178,6 +178,27 @@ class CriticalScaling(Experiment):
             gen = rng.generator(CriticalScaling.name, {"n": n}, seed, "quantile_tokens")
             tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
         return lambda_pairs, tokens.to(device)
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """Tokens, the (gamma x alpha x n x d) outputs of ``kernel.observe``, Hutchinson probes
+        and tangents, twice the row-block budget, sampled pairs, quantile pairs, 300 MiB of runtime."""
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        n_gamma, n_alpha = len(grid["gamma"]), len(grid["alpha"])
+        worst = 0
+        for n, d in itertools.product(grid["n"], grid["d"]):
+            n, d = int(n), int(d)
+            hutchinson = opts["eta_method"] == "hutchinson"
+            d_work = d if hutchinson else min(d, n + 1)
+            need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
+            if hutchinson:
+                need += opts["probes"] * n * d * (1 + size)
+            if n > opts["pair_subsample_n"]:
+                need += 16 * opts["pair_samples"]
+            tokens = min(n, opts["quantile_tokens"])
+            need += n_gamma * n_alpha * tokens * tokens * (size + 8)
+            worst = max(worst, need)
+        return worst + 2 * (opts["block_mib"] << 20) + (300 << 20)
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
