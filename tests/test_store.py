@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from attnsweep.status import job_status
 from attnsweep.store import open_store, write_atomic
 
 
@@ -51,4 +52,6 @@ def test_kill_9_mid_job_leaves_no_final_store(tmp_path: Path) -> None:
     proc.wait()
     assert not out.exists()
     leftovers = [p.name for p in tmp_path.iterdir()]
-    assert all(name.startswith(".point.zarr.tmp-") for name in leftovers)
+    # partial stores in temporary siblings, and the marker that shows the job as interrupted
+    assert all(name.startswith(".point.zarr.tmp-") or name == ".point.zarr.running" for name in leftovers)
+    assert job_status("point", out, tmp_path / "no.log").state == "interrupted"

@@ -1,4 +1,4 @@
-"""Command line: ``attnsweep experiments | run | validate | job``.
+"""Command line: ``attnsweep experiments | run | validate | status | job``.
 
 ``job`` hands its job to the warm fork server of :mod:`attnsweep.worker` when one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
@@ -88,6 +88,14 @@ def cmd_validate(args: argparse.Namespace) -> None:
     print(f"{args.config}: valid")
 
 
+def cmd_status(args: argparse.Namespace) -> None:
+    from attnsweep import status
+    from attnsweep.config import load_sweep, load_yaml
+
+    show = status.STATES if args.all else ("running", "interrupted", "failed")
+    print(status.report(load_sweep(load_yaml(args.config)), show))
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from attnsweep.config import load_sweep
     from attnsweep.jobs import run_job
@@ -122,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check a config as the workflow would")
     p.add_argument("config")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("status", help="jobs done, running, interrupted, failed and pending of a sweep")
+    p.add_argument("config", nargs="?", default="config/config.yaml")
+    p.add_argument("--all", action="store_true", help="list every job, not only running and failed ones")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("run", help="run one job outside Snakemake",
                        epilog="example: attnsweep run critical_scaling n=256 d=64 gamma=1,1.5,2 "

@@ -12,6 +12,7 @@ import torch
 from attnsweep import registry
 from attnsweep.device import resolve_device, resolve_dtype
 from attnsweep.registry import JobSpec
+from attnsweep.status import running_marker
 from attnsweep.store import provenance, write_atomic
 
 log = logging.getLogger("attnsweep")
@@ -19,18 +20,21 @@ log = logging.getLogger("attnsweep")
 
 def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int | None = None,
             progress: bool = True) -> Path:
-    """Simulate ``spec`` on ``device`` and write its store atomically to ``out``."""
+    """Simulate ``spec`` on ``device`` and write its store atomically to ``out``.
+
+    A marker next to ``out`` names this process while it works (``attnsweep status``).
+    """
     experiment = registry.get(spec.experiment)
     torch_device = resolve_device(device)  # type: ignore[arg-type]
     dtype = resolve_dtype(spec.dtype)  # type: ignore[arg-type]
     if threads:
         torch.set_num_threads(threads)
     log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
-    start = time.perf_counter()
-    ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
-    wall = time.perf_counter() - start
-    ds.attrs.update(
-        provenance(
+    with running_marker(out):
+        start = time.perf_counter()
+        ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
+        wall = time.perf_counter() - start
+        ds.attrs.update(provenance(
             experiment=spec.experiment,
             paper=experiment.paper,
             job=spec.to_dict(),
@@ -41,8 +45,7 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
             wall_time_s=round(wall, 3),
             # Of this process; a child of the warm server also counts the server's imports.
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        )
-    )
-    path = write_atomic(ds, out)
+        ))
+        path = write_atomic(ds, out)
     log.info("%s: done in %.2f s", out, wall)
     return path

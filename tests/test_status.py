@@ -1,0 +1,87 @@
+"""``attnsweep status``: each job's state read back from a results tree built by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnsweep import status
+from attnsweep.config import load_sweep
+from attnsweep.jobs import run_job
+
+
+def sweep_in(tmp_path: Path):
+    config = {"results": str(tmp_path / "results"), "logs": str(tmp_path / "logs"), "device": "cpu",
+              "experiments": {"critical_scaling": {"n": [16], "d": [4], "rho": [0.5], "gamma": [1.0],
+                                                   "seeds": 5}}}
+    return config, load_sweep(config)
+
+
+def write_marker(store: Path, host: str, pid: int) -> None:
+    store.parent.mkdir(parents=True, exist_ok=True)
+    status.marker_path(store).write_text(json.dumps({"host": host, "pid": pid, "started": 0.0}))
+
+
+def test_every_state_is_read_back(tmp_path: Path) -> None:
+    config, sweep = sweep_in(tmp_path)
+    plan = sweep.plans["critical_scaling"]
+    jobs = plan.jobs()
+    runs = tmp_path / "results" / "critical_scaling" / "runs"
+    points = list(jobs)  # n~16/d~4/seed~0 .. seed~4
+    run_job(jobs[points[0]], runs / f"{points[0]}.zarr", device="cpu")
+    write_marker(runs / f"{points[1]}.zarr", socket.gethostname(), os.getpid())
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_marker(runs / f"{points[2]}.zarr", socket.gethostname(), dead.pid)
+    log = tmp_path / "logs" / "critical_scaling" / "simulate" / f"{points[3]}.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("starting\nattnsweep: config error: device: CUDA requested but not available\n")
+    states = {job.point: job for job in status.sweep_status(sweep)["critical_scaling"]}
+    assert [states[p].state for p in points] == ["done", "running", "interrupted", "failed", "pending"]
+    assert "CUDA requested" in states[points[3]].detail
+    assert f"pid {dead.pid}" in states[points[2]].detail
+
+    write_marker(runs / f"{points[4]}.zarr", "some-cluster-node", 4242)
+    remote = status.job_status(points[4], runs / f"{points[4]}.zarr", tmp_path / "none.log")
+    assert remote.state == "running" and "another host" in remote.detail
+
+    text = status.report(sweep)
+    assert text.splitlines()[0] == ("critical_scaling: 5 jobs: 1 done, 2 running, 1 interrupted, "
+                                    "1 failed, 0 pending")
+    assert f"failed      {points[3]}  attnsweep: config error: device" in text
+
+
+def test_marker_is_gone_after_success_and_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, sweep = sweep_in(tmp_path)
+    job = next(iter(sweep.plans["critical_scaling"].jobs().values()))
+    out = tmp_path / "x.zarr"
+    run_job(job, out, device="cpu")
+    assert out.exists() and not status.marker_path(out).exists()
+
+    from attnsweep.experiments.critical_scaling import CriticalScaling
+
+    def boom(*args, **kwargs):
+        assert status.marker_path(tmp_path / "y.zarr").is_file()  # present while computing
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(CriticalScaling, "simulate", boom)
+    with pytest.raises(RuntimeError):
+        run_job(job, tmp_path / "y.zarr", device="cpu")
+    assert not status.marker_path(tmp_path / "y.zarr").exists()
+
+
+def test_status_command(tmp_path: Path) -> None:
+    config, _ = sweep_in(tmp_path)
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(config))
+    result = subprocess.run([sys.executable, "-m", "attnsweep.cli", "status", str(path), "--all"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].endswith("0 done, 0 running, 0 interrupted, 0 failed, 5 pending")
+    assert sum(line.lstrip().startswith("pending") for line in result.stdout.splitlines()) == 5

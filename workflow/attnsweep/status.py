@@ -1,0 +1,115 @@
+"""Where a sweep stands, read from its results tree (``attnsweep status CONFIG``).
+
+Each simulate job is in one of five states:
+
+- ``done``: its store is complete (stores are renamed into place only when whole);
+- ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
+  process on another host (a cluster node), which cannot be checked from here;
+- ``interrupted``: the marker names a dead process on this host (killed: kill -9, OOM, node loss);
+- ``failed``: it has a log but no store and no marker (the job ended with an error; the last
+  log line says which);
+- ``pending``: nothing yet.
+
+A rerun of the workflow redoes exactly the jobs that are not ``done``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnsweep.config import Sweep
+
+STATES = ("done", "running", "interrupted", "failed", "pending")
+
+
+def marker_path(store: Path) -> Path:
+    return store.with_name(f".{store.name}.running")
+
+
+@contextmanager
+def running_marker(store: str | Path) -> Iterator[None]:
+    """Mark ``store`` as being computed by this process until the block ends, however it ends."""
+    marker = marker_path(Path(store))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    point: str
+    state: str
+    detail: str = ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _last_line(log: Path) -> str:
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].rsplit("\r", 1)[-1][:200] if lines else "(empty log)"
+
+
+def job_status(point: str, store: Path, log: Path) -> JobStatus:
+    """The state of one simulate job from its store, marker and log."""
+    if (store / "zarr.json").is_file():
+        return JobStatus(point, "done")
+    marker = marker_path(store)
+    if marker.is_file():
+        try:
+            info = json.loads(marker.read_text())
+        except (OSError, ValueError):  # being written this instant
+            return JobStatus(point, "running")
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"]))
+        where = f"pid {info['pid']} on {info['host']}, since {since}"
+        if info["host"] != socket.gethostname():
+            return JobStatus(point, "running", f"{where} (another host: not checked)")
+        return JobStatus(point, "running" if _alive(info["pid"]) else "interrupted", where)
+    if log.is_file():
+        return JobStatus(point, "failed", _last_line(log))
+    return JobStatus(point, "pending")
+
+
+def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
+    """Every simulate job of every experiment, in plan order."""
+    return {
+        name: [
+            job_status(point, Path(sweep.results, name, "runs", f"{point}.zarr"),
+                       Path(sweep.logs, name, "simulate", f"{point}.log"))
+            for point in plan.jobs()
+        ]
+        for name, plan in sweep.plans.items()
+    }
+
+
+def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "failed")) -> str:
+    """A summary per experiment, then one line per job in the states of ``show``."""
+    lines = []
+    for name, jobs in sweep_status(sweep).items():
+        counts = {state: sum(job.state == state for job in jobs) for state in STATES}
+        lines.append(f"{name}: {len(jobs)} jobs: " + ", ".join(f"{counts[s]} {s}" for s in STATES))
+        outputs = ["sweep.zarr", "summary.zarr", "boundary.csv"]
+        have = [out for out in outputs if Path(sweep.results, name, out).exists()]
+        figures = list(Path(sweep.results, name, "figures").glob("*.png"))
+        lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
+        lines += [f"  {job.state:<11} {job.point}  {job.detail}".rstrip() for job in jobs if job.state in show]
+    return "\n".join(lines)
