@@ -80,11 +80,11 @@ def bench_numpy(device: torch.device, repeats: int, sync: Callable[[], None], d:
     }}}
     plan = load_sweep(config).plans["critical_scaling"]
     (job,) = plan.jobs().values()
-    hutchinson = replace(job, options={**job.options, "eta_method": "hutchinson"})
+    hutchinson = replace(job, options={**job.options, "eta_method": "hutchinson", "probes": 16})
     experiment = get("critical_scaling")
     n, seed = 256, 0
     z0, z = (t.numpy().astype(np.float32) for t in draw_tokens(n, d, seed, "scaled"))
-    probes = draw_probes(n, d, seed, job.options["probes"]).numpy().astype(np.float32)
+    probes = draw_probes(n, d, seed, hutchinson.options["probes"]).numpy().astype(np.float32)
 
     def numpy_loop() -> list:
         return [naive_point(math.sqrt(r) * z0 + math.sqrt(1 - r) * z, g * math.log(n), probes)

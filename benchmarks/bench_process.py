@@ -48,9 +48,9 @@ def median_of(cmd: list[str], repeats: int) -> tuple[float, float, float, float]
 
 def overhead(repeats: int) -> None:
     spec = {"experiment": "critical_scaling", "dtype": "float32", "seeds": [0],
-            "grid": {"n": [2], "d": [1], "rho": [0.5], "gamma": [1.0], "alpha": [0.0]},
+            "grid": {"n": [2], "d": [2], "rho": [0.5], "gamma": [1.0], "alpha": [0.0]},
             "options": {"noise": "scaled", "eta_method": "exact", "probes": 1, "pair_subsample_n": 16384,
-                        "pair_samples": 4194304, "quantile_tokens": 512, "block_mib": 256}}
+                        "pair_samples": 4194304, "quantile_tokens": 512}}
     with tempfile.TemporaryDirectory() as tmp:
         job = [sys.executable, "-m", "attnsweep.cli", "job", json.dumps(spec),
                "--out", f"{tmp}/x.zarr", "--device", "cpu", "--threads", "1"]

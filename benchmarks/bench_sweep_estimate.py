@@ -19,7 +19,7 @@ import time
 import torch
 
 from attnsweep.config import load_sweep, load_yaml
-from attnsweep.registry import JobSpec, get
+from attnsweep.registry import get
 
 
 def gemm_gflop(n: int, d: int, n_gamma: int, probes: int | None) -> float:
@@ -60,7 +60,7 @@ def main() -> None:
                 print(f"  n={n:<5} d={d:<5} {work:9.0f} GFLOP  t(rho) ~ {per_rho[n, d]:8.2f} s (scaled from d={d0})")
                 continue
             grid = {**plan.grid, "n": [n], "d": [d], "rho": [rho_mid]}
-            job = JobSpec("critical_scaling", grid, [plan.seeds[0]], plan.options, plan.dtype)
+            job = plan.spec(grid, [plan.seeds[0]])
             times = []
             for _ in range(args.repeats):
                 start = time.perf_counter()

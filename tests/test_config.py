@@ -129,7 +129,7 @@ MALFORMED: dict[str, tuple[str, str]] = {
     "probes_zero": ("experiments: {critical_scaling: {probes: 0}}", f"{CS}.probes"),
     "unknown_eta_method": ("experiments: {critical_scaling: {eta_method: dense}}", f"{CS}.eta_method"),
     "unknown_noise": ("experiments: {critical_scaling: {noise: uniform}}", f"{CS}.noise"),
-    "block_mib_zero": ("experiments: {critical_scaling: {block_mib: 0}}", f"{CS}.block_mib"),
+    "block_mib_zero": ("block_mib: 0\nexperiments: {critical_scaling: {}}", "block_mib"),
     "quantile_tokens_too_many": ("experiments: {critical_scaling: {quantile_tokens: 100000}}",
                                  f"{CS}.quantile_tokens"),
     "threads_zero": ("threads: 0\nexperiments: {critical_scaling: {}}", "threads"),
@@ -241,14 +241,16 @@ def test_plan_cuts_grid_into_jobs():
     section = {"n": [16, 24], "d": [4], "rho": [0.0, 0.5], "gamma": {"start": 1, "stop": 3, "num": 3}, "seeds": 2}
     default = load_sweep({"experiments": {"critical_scaling": section}}).plans["critical_scaling"]
     assert default.wildcards == ("n", "d", "seed")
-    jobs = default.jobs()
+    jobs = {path.rsplit("/", 1)[0]: spec for path, spec in default.jobs().items()}  # point/KEY
     assert sorted(jobs) == ["n~16/d~4/seed~0", "n~16/d~4/seed~1", "n~24/d~4/seed~0", "n~24/d~4/seed~1"]
     spec = jobs["n~24/d~4/seed~1"]
     assert spec.grid["n"] == [24] and spec.seeds == [1]
     assert spec.grid["rho"] == [0.0, 0.5] and spec.grid["gamma"] == [1.0, 2.0, 3.0]
-    assert spec.dtype == "float32" and spec.options["probes"] == 16  # schema defaults filled
+    assert spec.dtype == "float32" and spec.options["noise"] == "scaled"  # schema defaults filled
+    assert spec.options["probes"] is None  # no effect under exact eta: not part of the identity
+    assert all(path.endswith(f"/{spec.key()}") for path, spec in default.jobs().items())
 
     fine = load_sweep({"experiments": {"critical_scaling": {**section, "wildcards": ["seed", "rho", "n"]}}})
-    jobs = fine.plans["critical_scaling"].jobs()
+    jobs = [path.rsplit("/", 1)[0] for path in fine.plans["critical_scaling"].jobs()]
     assert len(jobs) == 2 * 2 * 2
     assert "n~16/rho~0.5/seed~1" in jobs  # canonical axis order whatever the config's order

@@ -18,9 +18,9 @@ pytestmark = [
 @pytest.mark.parametrize("eta_method", ["exact", "hutchinson"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cuda_matches_cpu(dtype: torch.dtype, eta_method: str) -> None:
-    config = {"experiments": {"critical_scaling": {
+    config = {"block_mib": 1, "experiments": {"critical_scaling": {
         "n": [300], "d": [4, 16, 64], "rho": [0.2, 0.6], "gamma": [0.5, 2.0, 6.0],
-        "alpha": [0.0, 0.5], "seeds": 2, "eta_method": eta_method, "probes": 8, "wildcards": [], "block_mib": 1,
+        "alpha": [0.0, 0.5], "seeds": 2, "eta_method": eta_method, "probes": 8, "wildcards": [],
     }}}
     (job,) = load_sweep(config).plans["critical_scaling"].jobs().values()
     experiment = get("critical_scaling")

@@ -54,7 +54,7 @@ def test_every_state_is_read_back(tmp_path: Path) -> None:
     text = status.report(sweep)
     assert text.splitlines()[0] == ("critical_scaling: 5 jobs: 1 done, 2 running, 1 interrupted, "
                                     "1 failed, 0 pending")
-    assert f"failed      {points[3]}  attnsweep: config error: device" in text
+    assert f"failed      {points[3]} [rho 0.5 | gamma 1 | alpha 0]  attnsweep: config error: device" in text
 
 
 def test_marker_is_gone_after_success_and_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,8 +53,8 @@ def test_builds_every_output(tiny_run: Path) -> None:
         for ext in ("png", "pdf"):
             assert (out / "figures" / f"{name}.{ext}").stat().st_size > 1000
     assert (out / "boundary.zarr" / "zarr.json").exists()
-    runs = sorted(p.relative_to(out / "runs").as_posix() for p in (out / "runs").glob("*/*/*.zarr"))
-    assert runs == [f"n~16/d~{d}/seed~{s}.zarr" for d in (32, 4) for s in (0, 1)]
+    runs = sorted(p.relative_to(out / "runs").as_posix() for p in (out / "runs").glob("*/*/*/*.zarr"))
+    assert [run.rsplit("/", 1)[0] for run in runs] == [f"n~16/d~{d}/seed~{s}" for d in (32, 4) for s in (0, 1)]
     assert not list(out.rglob(".*.tmp-*")), "temporary siblings left behind"
     for run in runs:
         assert (tiny_run / "logs" / "critical_scaling" / "simulate" / run.replace(".zarr", ".log")).exists()

@@ -17,7 +17,7 @@ from typing import Any
 
 from attnsweep.errors import ConfigError
 
-GLOBAL_KEYS = ("device", "dtype", "threads")
+GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
 
 def parse_value(text: str) -> Any:
@@ -110,7 +110,8 @@ def cmd_run(args: argparse.Namespace) -> None:
 def cmd_job(args: argparse.Namespace) -> None:
     from attnsweep import worker
 
-    request = {"spec": json.loads(args.spec), "out": args.out, "device": args.device,
+    spec = {**json.loads(args.spec), "block_mib": args.block_mib}
+    request = {"spec": spec, "out": args.out, "device": args.device,
                "threads": args.threads}
     server = os.environ.get(worker.SOCKET_ENV)
     status = worker.submit(server, request) if server else None
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--block-mib", type=int, default=256, help="memory budget of one row block (MiB)")
     p.set_defaults(func=cmd_job)
     return parser
 

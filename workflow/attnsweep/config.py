@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from attnsweep import registry
+from attnsweep.blocks import rectangles, stored_jobs
 from attnsweep.errors import ConfigError
 from attnsweep.grid import expand, expand_seeds
 from attnsweep.registry import Experiment, JobSpec, point_path
@@ -94,7 +95,7 @@ def validate_schema(config: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Plan:
-    """One experiment's expanded grid and its cut into jobs."""
+    """One experiment's expanded grid and its cut into jobs (see :mod:`attnsweep.blocks`)."""
 
     experiment: Experiment
     grid: dict[str, list[float]]
@@ -102,6 +103,7 @@ class Plan:
     wildcards: tuple[str, ...]
     options: dict[str, Any]
     dtype: str
+    block_mib: int = 256
 
     @property
     def name(self) -> str:
@@ -110,21 +112,52 @@ class Plan:
     def _order(self, axis: str) -> int:
         return [*self.experiment.axis_names, SEED].index(axis)
 
-    def jobs(self) -> dict[str, JobSpec]:
-        """Jobs keyed by their path ``a~v/.../seed~k`` (no suffix)."""
-        fanned = [
-            self.seeds if axis == SEED else self.grid[axis] for axis in self.wildcards
-        ]
+    def _values(self, axis: str) -> list:
+        return self.seeds if axis == SEED else self.grid[axis]
+
+    def spec(self, grid: dict[str, list[float]], seeds: list[int]) -> JobSpec:
+        """The job over ``grid`` x ``seeds``, with the options that change its numbers."""
+        return JobSpec(self.name, grid, seeds, self.experiment.result_options(self.options, grid),
+                       self.dtype, self.experiment.version, self.block_mib)
+
+    def _block(self, point: dict[str, float], rect: dict[str, list]) -> JobSpec:
+        """The job of one fanned-out point and one rectangle of the batched axes."""
+        grid = {axis: list(rect[axis]) if axis in rect else [point[axis]] for axis in self.experiment.axis_names}
+        return self.spec(grid, list(rect[SEED]) if SEED in rect else [point[SEED]])
+
+    def _covers(self, stored: JobSpec, point: dict[str, float], want: dict[str, list]) -> set[tuple]:
+        """The wanted batched points a stored job holds; none unless this plan would make it again."""
+        if stored.identity() != self.spec(stored.grid, stored.seeds).identity():
+            return set()
+        have = {**stored.grid, SEED: stored.seeds}
+        if any(have[axis] != [value] for axis, value in point.items()):
+            return set()
+        return set(itertools.product(*([v for v in have[axis] if v in set(values)]
+                                       for axis, values in want.items())))
+
+    def jobs(self, results: str | Path | None = None) -> dict[str, JobSpec]:
+        """Jobs keyed by their path ``a~v/.../seed~k/KEY`` (no suffix).
+
+        Without ``results``: one block per fanned-out point. With it: the complete stores under
+        ``results`` that hold wanted values are jobs too (already done), and the values they do
+        not hold are cut into new blocks.
+        """
+        batched = [axis for axis in (*self.experiment.axis_names, SEED) if axis not in self.wildcards]
+        want = {axis: self._values(axis) for axis in batched}
         jobs = {}
-        for values in itertools.product(*fanned):
+        for values in itertools.product(*(self._values(axis) for axis in self.wildcards)):
             point = dict(zip(self.wildcards, values))
-            grid = {
-                axis: [point[axis]] if axis in point else list(vals)
-                for axis, vals in self.grid.items()
-            }
-            seeds = [point[SEED]] if SEED in point else list(self.seeds)
-            path = point_path(point, self._order) if point else "all"
-            jobs[path] = JobSpec(self.name, grid, seeds, dict(self.options), self.dtype)
+            folder = point_path(point, self._order) if point else "all"
+            covered: set[tuple] = set()
+            if results is not None:
+                for key, stored in stored_jobs(Path(results, self.name, "runs", folder)):
+                    held = self._covers(stored, point, want)
+                    if held:
+                        jobs[f"{folder}/{key}"] = stored
+                        covered |= held
+            for rect in rectangles(want, covered):
+                spec = self._block(point, rect)
+                jobs[f"{folder}/{spec.key()}"] = spec
         return jobs
 
 
@@ -144,7 +177,7 @@ class Sweep:
         return self.config["logs"]
 
 
-def plan_experiment(name: str, section: dict[str, Any], dtype: str) -> Plan:
+def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: int = 256) -> Plan:
     """Expand and check one experiment section (already schema-validated)."""
     prefix = f"experiments.{name}"
     try:
@@ -163,14 +196,14 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str) -> Plan:
             raise ConfigError(f"{prefix}.wildcards", f"unknown axis {axis!r} (axes: {', '.join(known)})")
     axis_keys = {*experiment.axis_names, "seeds", "wildcards"}
     options = {k: v for k, v in section.items() if k not in axis_keys}
-    return Plan(experiment, grid, seeds, wildcards, options, dtype)
+    return Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
 
 
 def load_sweep(config: dict[str, Any]) -> Sweep:
     """Validate a config dict (schema, then domains) and plan every experiment."""
     config = validate_schema(config)
     plans = {
-        name: plan_experiment(name, section, config["dtype"])
+        name: plan_experiment(name, section, config["dtype"], config["block_mib"])
         for name, section in config["experiments"].items()
     }
     for plan in plans.values():

@@ -7,12 +7,16 @@ The generic rules and the CLI only ever see this contract (like SciPy's ``METHOD
 
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attnsweep.grid import Axis, format_value
+
+KEY_DIGITS = 12
 
 if TYPE_CHECKING:  # kept out of the import path of every job
     import pandas as pd
@@ -26,7 +30,9 @@ class JobSpec:
     """Everything one simulate job needs; JSON-serialisable through :meth:`to_dict`.
 
     ``grid`` holds every axis (fanned-out ones as one-element lists), ``seeds`` the seeds
-    of the job, ``options`` the experiment's non-axis settings.
+    of the job, ``options`` the experiment's options that change this job's numbers
+    (:meth:`Experiment.result_options`), ``version`` the experiment's numerics version.
+    ``block_mib`` only bounds memory: it is not part of :meth:`identity`.
     """
 
     experiment: str
@@ -34,15 +40,27 @@ class JobSpec:
     seeds: list[int]
     options: dict[str, Any] = field(default_factory=dict)
     dtype: str = "float32"
+    version: int = 1
+    block_mib: int = 256
 
-    def to_dict(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, Any]:
+        """What the job's numbers depend on: two jobs with equal identities give equal stores."""
         return {
             "experiment": self.experiment,
+            "version": self.version,
             "grid": self.grid,
             "seeds": self.seeds,
             "options": self.options,
             "dtype": self.dtype,
         }
+
+    def key(self) -> str:
+        """12 hex digits of the SHA-256 of :meth:`identity`: the job's store name."""
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:KEY_DIGITS]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.identity(), "block_mib": self.block_mib}
 
     @classmethod
     def from_dict(cls, spec: dict[str, Any]) -> JobSpec:
@@ -52,6 +70,8 @@ class JobSpec:
             seeds=[int(s) for s in spec["seeds"]],
             options=dict(spec["options"]),
             dtype=spec["dtype"],
+            version=int(spec.get("version", 1)),
+            block_mib=int(spec.get("block_mib", 256)),
         )
 
 
@@ -72,6 +92,7 @@ class Experiment(ABC):
     title, paper : one-line description and the paper file it implements.
     axes : grid axes in canonical order (the seed axis is implicit and comes last).
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
+    version : bump when a change of the code changes the numbers: every job then reruns.
 
     ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
@@ -82,6 +103,7 @@ class Experiment(ABC):
     paper: ClassVar[str]
     axes: ClassVar[tuple[Axis, ...]]
     default_wildcards: ClassVar[tuple[str, ...]]
+    version: ClassVar[int] = 1
 
     def axis(self, name: str) -> Axis:
         return {a.name: a for a in self.axes}[name]
@@ -89,6 +111,13 @@ class Experiment(ABC):
     @property
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """The options that change the numbers of a job over ``grid`` (default: all of them).
+
+        Part of the job's identity: changing an option reruns exactly the jobs it affects.
+        """
+        return dict(options)
 
     @abstractmethod
     def simulate(

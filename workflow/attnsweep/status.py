@@ -21,12 +21,15 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnsweep.grid import format_value
+
 if TYPE_CHECKING:
     from attnsweep.config import Sweep
+    from attnsweep.registry import JobSpec
 
 STATES = ("done", "running", "interrupted", "failed", "pending")
 
@@ -52,6 +55,20 @@ class JobStatus:
     point: str
     state: str
     detail: str = ""
+    block: str = ""  # the batched values of the job, e.g. "rho 0.8 | gamma 3 values in [1, 4]"
+
+
+def block_text(spec: JobSpec, point: str) -> str:
+    """The values of the axes a job batches (those not in its path ``point``)."""
+    fanned = {part.split("~")[0] for part in point.split("/")[:-1]}
+    parts = []
+    for axis, values in {**spec.grid, "seed": spec.seeds}.items():
+        if axis in fanned:
+            continue
+        text = [format_value(v) for v in values]
+        shown = ", ".join(text) if len(text) <= 3 else f"{len(text)} values in [{text[0]}, {text[-1]}]"
+        parts.append(f"{axis} {shown}")
+    return " | ".join(parts)
 
 
 def _alive(pid: int) -> bool:
@@ -93,9 +110,9 @@ def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
     """Every simulate job of every experiment, in plan order."""
     return {
         name: [
-            job_status(point, Path(sweep.results, name, "runs", f"{point}.zarr"),
-                       Path(sweep.logs, name, "simulate", f"{point}.log"))
-            for point in plan.jobs()
+            replace(job_status(job, Path(sweep.results, name, "runs", f"{job}.zarr"),
+                               Path(sweep.logs, name, "simulate", f"{job}.log")), block=block_text(spec, job))
+            for job, spec in plan.jobs(sweep.results).items()
         ]
         for name, plan in sweep.plans.items()
     }
@@ -111,5 +128,6 @@ def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "fai
         have = [out for out in outputs if Path(sweep.results, name, out).exists()]
         figures = list(Path(sweep.results, name, "figures").glob("*.png"))
         lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
-        lines += [f"  {job.state:<11} {job.point}  {job.detail}".rstrip() for job in jobs if job.state in show]
+        lines += [f"  {job.state:<11} {job.point} [{job.block}]  {job.detail}".rstrip()
+                  for job in jobs if job.state in show]
     return "\n".join(lines)

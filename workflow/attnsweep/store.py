@@ -13,6 +13,7 @@ import platform
 import shutil
 import subprocess
 import warnings
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,18 @@ def provenance(**extra: Any) -> dict[str, Any]:
 
 def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
     """Write ``ds`` as a zarr v3 store at ``path`` via a temporary sibling and a rename."""
+    return write_with(lambda tmp: ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False), path)
+
+
+def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
+    """Let ``writer`` fill a temporary sibling of ``path``, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     try:
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+        writer(tmp)
         if path.exists():
             shutil.rmtree(path)
         os.rename(tmp, path)

@@ -6,6 +6,8 @@ rule collect:
         runs=run_paths,
     output:
         sweep=directory(f"{RESULTS}/{{experiment}}/sweep.zarr"),
+    params:
+        grid=sweep_grid,
     log:
         f"{LOGS}/{{experiment}}/collect.log",
     script:

@@ -16,24 +16,33 @@ except ConfigError as err:
 PYTHON = sys.executable  # the interpreter running snakemake has attnsweep installed
 RESULTS = SWEEP.results
 LOGS = SWEEP.logs
-JOBS = {name: plan.jobs() for name, plan in SWEEP.plans.items()}
+DEVICE = SWEEP.config["device"]
+BLOCK_MIB = SWEEP.config["block_mib"]
+# Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.blocks).
+JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
 
 
 wildcard_constraints:
     experiment="|".join(SWEEP.plans),
-    point=r"[A-Za-z_]\w*~[^/~]+(/[A-Za-z_]\w*~[^/~]+)*|all",
+    job=r"([A-Za-z_]\w*~[^/~]+/)+[0-9a-f]{12}|all/[0-9a-f]{12}",
     figure=r"[^/]+",
 
 
 def run_paths(wildcards):
     """Every run store of one experiment: the inputs of collect."""
-    return [f"{RESULTS}/{wildcards.experiment}/runs/{p}.zarr" for p in JOBS[wildcards.experiment]]
+    return [f"{RESULTS}/{wildcards.experiment}/runs/{job}.zarr" for job in JOBS[wildcards.experiment]]
 
 
 def job_spec(wildcards):
-    """The job of one simulate job as JSON text (Snakemake reruns the job when it changes)."""
-    return json.dumps(JOBS[wildcards.experiment][wildcards.point].to_dict(), sort_keys=True)
+    """The identity of one simulate job as JSON text (the store name hashes it)."""
+    return json.dumps(JOBS[wildcards.experiment][wildcards.job].identity(), sort_keys=True)
+
+
+def sweep_grid(wildcards):
+    """The configured grid of one experiment as JSON text: collect keeps exactly these values."""
+    plan = SWEEP.plans[wildcards.experiment]
+    return json.dumps({**plan.grid, "seed": plan.seeds}, sort_keys=True)
 
 
 def figure_caption(wildcards):

@@ -93,7 +93,7 @@ class CriticalScaling(Experiment):
         grid, opts = job.grid, job.options
         ns, ds, seeds = grid["n"], grid["d"], job.seeds
         rhos, gammas, alphas = grid["rho"], grid["gamma"], grid["alpha"]
-        budget = int(opts["block_mib"]) << 20
+        budget = job.block_mib << 20
         shape = (len(ns), len(ds), len(seeds), len(rhos), len(gammas), len(alphas))
         nan = np.nan
         hutchinson = opts["eta_method"] == "hutchinson"
@@ -156,25 +156,48 @@ class CriticalScaling(Experiment):
             noise=opts["noise"],
             noise_convention=NOISE[opts["noise"]],
             lambda_pairs=(
-                "all pairs" if max(ns) <= opts["pair_subsample_n"]
+                "all pairs" if opts["pair_samples"] is None
                 else f"{opts['pair_samples']} uniform pairs where n > {opts['pair_subsample_n']}, all pairs below"
             ),
-            quantile_pairs=f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly",
+            quantile_pairs=(
+                "all pairs" if opts["quantile_tokens"] is None
+                else f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly"
+            ),
             eta_method=ETA_METHOD[opts["eta_method"]],
         )
         if hutchinson:
             ds_.attrs["hutchinson_probes"] = opts["probes"]
         return ds_
 
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """Options without effect on a job's grid become None (``probes`` under exact eta,
+        ``pair_samples`` and ``quantile_tokens`` where no n exceeds their threshold), and
+        ``pair_subsample_n`` becomes the largest job n not above it, which subsamples the same n."""
+        opts = dict(options)
+        ns = grid["n"]
+        if opts["eta_method"] != "hutchinson":
+            opts["probes"] = None
+        if max(ns) <= opts["pair_subsample_n"]:
+            opts["pair_samples"] = None
+        opts["pair_subsample_n"] = max((n for n in ns if n <= opts["pair_subsample_n"]), default=0)
+        if max(ns) <= opts["quantile_tokens"]:
+            opts["quantile_tokens"] = None
+        return opts
+
+    @staticmethod
+    def _subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
+        """Whether n exceeds the sampling threshold ``key`` (None: no n of the job does)."""
+        return opts[key] is not None and n > opts[key]
+
     @staticmethod
     def _samples(n: int, seed: int, opts: dict[str, Any], device: torch.device):
         """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
         lambda_pairs = None
-        if n > opts["pair_subsample_n"]:
+        if CriticalScaling._subsampled(n, opts, "pair_subsample_n"):
             gen = rng.generator(CriticalScaling.name, {"n": n}, seed, "lambda_pairs")
             lambda_pairs = tuple(t.to(device) for t in kernel.pair_sample(n, opts["pair_samples"], gen))
         tokens = torch.arange(n)
-        if n > opts["quantile_tokens"]:
+        if CriticalScaling._subsampled(n, opts, "quantile_tokens"):
             gen = rng.generator(CriticalScaling.name, {"n": n}, seed, "quantile_tokens")
             tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
         return lambda_pairs, tokens.to(device)
@@ -193,12 +216,12 @@ class CriticalScaling(Experiment):
             need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
             if hutchinson:
                 need += opts["probes"] * n * d * (1 + size)
-            if n > opts["pair_subsample_n"]:
+            if self._subsampled(n, opts, "pair_subsample_n"):
                 need += 16 * opts["pair_samples"]
-            tokens = min(n, opts["quantile_tokens"])
+            tokens = opts["quantile_tokens"] if self._subsampled(n, opts, "quantile_tokens") else n
             need += n_gamma * n_alpha * tokens * tokens * (size + 8)
             worst = max(worst, need)
-        return worst + 2 * (opts["block_mib"] << 20) + (300 << 20)
+        return worst + 2 * (job.block_mib << 20) + (300 << 20)
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

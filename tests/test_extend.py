@@ -1,0 +1,195 @@
+"""Growing a sweep reruns only the new work (attnsweep.blocks, config.Plan.jobs, aggregate.collect).
+
+Independent truth: a brute-force set of uncovered grid points for :func:`rectangles`; the job
+counts of ``snakemake --dry-run`` after each extension, derived by hand from the grids; and a
+from-scratch run of the final config, which the grown sweep must equal exactly (float64).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from attnsweep.aggregate import collect
+from attnsweep.blocks import rectangles
+from attnsweep.config import load_sweep
+from attnsweep.jobs import run_job
+from attnsweep.store import open_store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def points(rect: dict[str, list]) -> set[tuple]:
+    return set(itertools.product(*rect.values()))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rectangles_tile_exactly_the_uncovered_points(seed: int) -> None:
+    gen = random.Random(seed)
+    axes = {"rho": [0.1, 0.2, 0.3, 0.4][: gen.randint(1, 4)], "gamma": [1, 2, 3][: gen.randint(1, 3)],
+            "seed": [0, 1][: gen.randint(1, 2)]}
+    every = points(axes)
+    covered = {p for p in every if gen.random() < 0.5}
+    rects = rectangles(axes, covered)
+    tiles = [points(r) for r in rects]
+    assert set().union(*tiles) == every - covered
+    assert sum(len(t) for t in tiles) == len(every - covered)  # disjoint
+    for rect in rects:
+        assert list(rect) == list(axes) and all(rect[a] for a in axes)
+
+
+def test_rectangles_of_a_grown_axis() -> None:
+    old = {"rho": [0.2, 0.5], "gamma": [1, 4]}
+    grown = {"rho": [0.2, 0.5, 0.8], "gamma": [1, 2, 4]}
+    assert rectangles(grown, set()) == [grown]
+    rects = rectangles({"rho": grown["rho"], "gamma": old["gamma"]}, points(old))
+    assert rects == [{"rho": [0.8], "gamma": [1, 4]}]
+    rects = rectangles(grown, points(old))
+    assert sorted(map(json.dumps, rects)) == sorted(map(json.dumps, [
+        {"rho": [0.2, 0.5], "gamma": [2]}, {"rho": [0.8], "gamma": [1, 2, 4]}]))
+    assert rectangles(old, points(grown)) == []
+
+
+SECTION = {"n": [16], "d": [3], "rho": [0.2, 0.5], "gamma": [1.0, 4.0], "seeds": 2}
+
+
+def plan_of(section: dict, **top) -> object:
+    return load_sweep({"dtype": "float64", **top, "experiments": {"critical_scaling": section}}).plans[
+        "critical_scaling"]
+
+
+def run_missing(plan, results: Path) -> list[str]:
+    """Run the jobs of ``plan`` whose stores are missing; their paths."""
+    ran = []
+    for path, spec in plan.jobs(results).items():
+        store = results / "critical_scaling" / "runs" / f"{path}.zarr"
+        if not store.exists():
+            run_job(spec, store, device="cpu", progress=False)
+            ran.append(path)
+    return ran
+
+
+def test_plan_reuses_stores_and_reruns_exactly_what_changed(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert len(run_missing(plan_of(SECTION), results)) == 2
+
+    grown = {**SECTION, "rho": [0.2, 0.5, 0.8], "gamma": [1.0, 2.0, 4.0]}
+    new = plan_of(grown).jobs(results)
+    ran = run_missing(plan_of(grown), results)
+    assert len(new) == 2 * 3 and len(ran) == 2 * 2  # per seed: the old block and two new ones
+    specs = [new[p] for p in ran]
+    assert sorted((s.grid["rho"], s.grid["gamma"]) for s in specs if s.seeds == [0]) == [
+        ([0.2, 0.5], [2.0]), ([0.8], [1.0, 2.0, 4.0])]
+
+    # The grown sweep equals a fresh single-block run of the same grid, exactly.
+    plan = plan_of(grown)
+    grid = {**plan.grid, "seed": plan.seeds}
+    stores = [results / "critical_scaling" / "runs" / f"{p}.zarr" for p in plan.jobs(results)]
+    grown_sweep = open_store(collect(stores, tmp_path / "grown.zarr", grid)).load()
+    fresh = run_missing(plan_of(grown), tmp_path / "fresh")
+    fresh_sweep = open_store(collect([tmp_path / "fresh" / "critical_scaling" / "runs" / f"{p}.zarr" for p in fresh],
+                                     tmp_path / "fresh.zarr", grid)).load()
+    for var in fresh_sweep.data_vars:
+        np.testing.assert_array_equal(grown_sweep[var].values, fresh_sweep[var].values, err_msg=var)
+    assert not np.isnan(grown_sweep["lambda"].values).any()
+
+    # A smaller grid reuses the big stores and collect keeps only its values.
+    small = plan_of({**SECTION, "rho": [0.5]})
+    assert run_missing(small, results) == []
+    small_stores = [results / "critical_scaling" / "runs" / f"{p}.zarr" for p in small.jobs(results)]
+    sub = open_store(collect(small_stores, tmp_path / "small.zarr", {**small.grid, "seed": small.seeds})).load()
+    np.testing.assert_array_equal(sub["eta"].values, fresh_sweep["eta"].sel(rho=[0.5], gamma=[1.0, 4.0]).values)
+
+    # Options without effect on these jobs rerun nothing; options with effect rerun every job.
+    for section, top in (({**grown, "probes": 3}, {}), (grown, {"block_mib": 1}),
+                         ({**grown, "pair_subsample_n": 17}, {}), ({**grown, "quantile_tokens": 16}, {})):
+        assert all((results / "critical_scaling" / "runs" / f"{p}.zarr").exists()
+                   for p in plan_of(section, **top).jobs(results)), (section, top)
+    changed = plan_of({**grown, "noise": "standard"}).jobs(results)
+    assert len(changed) == 2 and not any((results / "critical_scaling" / "runs" / f"{p}.zarr").exists()
+                                         for p in changed)
+
+
+def test_option_reruns_only_the_jobs_it_affects() -> None:
+    """pair_subsample_n matters only through which n exceed it: only those jobs change identity."""
+    section = {"n": [16, 64], "d": [3], "rho": [0.5], "gamma": [1.0], "seeds": 1}
+    base = plan_of({**section, "pair_subsample_n": 32}).jobs()
+    assert set(plan_of({**section, "pair_subsample_n": 48}).jobs()) == set(base)  # same n subsampled
+    lower = plan_of({**section, "pair_subsample_n": 8}).jobs()  # now n = 16 is subsampled too
+    assert {p.split("/")[0] for p in set(lower) - set(base)} == {"n~16"}
+    assert len(lower) == 2
+    batched = {**section, "wildcards": ["d", "seed"]}  # both n in one job: any change of the set counts
+    assert set(plan_of({**batched, "pair_subsample_n": 32}).jobs()) != set(
+        plan_of({**batched, "pair_subsample_n": 8}).jobs())
+
+
+# ------------------------------------------------------------------ snakemake end to end
+
+
+def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2",
+           "results/critical_scaling/sweep.zarr", *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def planned_simulate_jobs(workdir: Path, config: dict) -> int:
+    text = snakemake(workdir, config, "--dry-run").stdout
+    match = re.search(r"^simulate\s+(\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+@pytest.mark.slow
+def test_snakemake_runs_only_the_new_values(tmp_path: Path) -> None:
+    config = {"device": "cpu", "dtype": "float64", "experiments": {"critical_scaling": dict(SECTION)}}
+    section = config["experiments"]["critical_scaling"]
+    work = tmp_path / "grown"
+    work.mkdir()
+    snakemake(work, config)
+    runs = work / "results" / "critical_scaling" / "runs"
+    first = {p: p.stat().st_mtime_ns for p in runs.rglob("*.zarr")}
+    assert len(first) == 2
+
+    # (change, simulate jobs expected): per point (n, d, seed), one block per new rectangle.
+    steps = [
+        ({"rho": [0.2, 0.5, 0.8]}, 2),            # 2 points x 1 block
+        ({"gamma": [1.0, 2.0, 4.0]}, 2),          # 2 points x 1 block (all three rho)
+        ({"seeds": 3}, 1),                        # 1 new point
+        ({"d": [3, 5]}, 3),                       # 3 new points
+    ]
+    for change, expected in steps:
+        section.update(change)
+        assert planned_simulate_jobs(work, config) == expected, change
+        snakemake(work, config)
+    assert "Nothing to be done" in snakemake(work, config, "--dry-run").stdout
+    assert {p: p.stat().st_mtime_ns for p in first} == first, "an old store was rewritten"
+
+    # Settings that do not change numbers rerun nothing; a result option reruns every job.
+    assert planned_simulate_jobs(work, {**config, "block_mib": 1, "threads": 2}) == 0
+    assert planned_simulate_jobs(work, {**config, "experiments": {"critical_scaling": {
+        **section, "probes": 4}}}) == 0
+    assert planned_simulate_jobs(work, {**config, "experiments": {"critical_scaling": {
+        **section, "noise": "standard"}}}) == 2 * 3
+
+    # The grown sweep holds every value and equals a from-scratch run exactly.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    snakemake(fresh, config)
+    grown = open_store(work / "results" / "critical_scaling" / "sweep.zarr").load()
+    scratch = open_store(fresh / "results" / "critical_scaling" / "sweep.zarr").load()
+    assert dict(grown["lambda"].sizes) == {"n": 1, "d": 2, "seed": 3, "rho": 3, "gamma": 3, "alpha": 1}
+    assert grown.attrs["runs"] == 2 + 2 + 2 + 1 + 3 and scratch.attrs["runs"] == 6
+    for var in scratch.data_vars:
+        np.testing.assert_array_equal(grown[var].values, scratch[var].values, err_msg=var)
