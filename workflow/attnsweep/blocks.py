@@ -32,8 +32,10 @@ def rectangles(axes: dict[str, list[Any]], covered: set[Point]) -> list[dict[str
     Axis by axis: values of the first axis whose covered sub-points are the same share one
     rectangle of the rest. A grid grown along one axis leaves one rectangle, along two axes two.
     """
+    if not covered:
+        return [dict(axes)]
     if not axes:
-        return [] if () in covered else [{}]
+        return []
     first, *rest = axes
     groups: dict[frozenset[Point], list[Any]] = {}
     for value in axes[first]:

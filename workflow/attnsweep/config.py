@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,7 @@ class Plan:
     options: dict[str, Any]
     dtype: str
     block_mib: int = 256
+    _blocks: dict[str, JobSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -135,28 +136,36 @@ class Plan:
         return set(itertools.product(*([v for v in have[axis] if v in set(values)]
                                        for axis, values in want.items())))
 
+    def blocks(self) -> dict[str, JobSpec]:
+        """One job per fanned-out point over all batched values, keyed by the point's folder."""
+        if not self._blocks:
+            batched = {axis: self._values(axis) for axis in (*self.experiment.axis_names, SEED)
+                       if axis not in self.wildcards}
+            for values in itertools.product(*(self._values(axis) for axis in self.wildcards)):
+                point = dict(zip(self.wildcards, values))
+                self._blocks[point_path(point, self._order) if point else "all"] = self._block(point, batched)
+        return self._blocks
+
     def jobs(self, results: str | Path | None = None) -> dict[str, JobSpec]:
         """Jobs keyed by their path ``a~v/.../seed~k/KEY`` (no suffix).
 
-        Without ``results``: one block per fanned-out point. With it: the complete stores under
-        ``results`` that hold wanted values are jobs too (already done), and the values they do
-        not hold are cut into new blocks.
+        Without ``results``: :meth:`blocks`. With it: the complete stores under ``results``
+        that hold wanted values are jobs too (already done), and the values they do not hold
+        are cut into new blocks.
         """
-        batched = [axis for axis in (*self.experiment.axis_names, SEED) if axis not in self.wildcards]
-        want = {axis: self._values(axis) for axis in batched}
+        want = {axis: self._values(axis) for axis in (*self.experiment.axis_names, SEED)
+                if axis not in self.wildcards}
         jobs = {}
-        for values in itertools.product(*(self._values(axis) for axis in self.wildcards)):
-            point = dict(zip(self.wildcards, values))
-            folder = point_path(point, self._order) if point else "all"
+        for folder, block in self.blocks().items():
+            point = {axis: (block.seeds if axis == SEED else block.grid[axis])[0] for axis in self.wildcards}
             covered: set[tuple] = set()
-            if results is not None:
-                for key, stored in stored_jobs(Path(results, self.name, "runs", folder)):
-                    held = self._covers(stored, point, want)
-                    if held:
-                        jobs[f"{folder}/{key}"] = stored
-                        covered |= held
-            for rect in rectangles(want, covered):
-                spec = self._block(point, rect)
+            stored = stored_jobs(Path(results, self.name, "runs", folder)) if results is not None else ()
+            for key, spec in stored:
+                held = self._covers(spec, point, want)
+                if held:
+                    jobs[f"{folder}/{key}"] = spec
+                    covered |= held
+            for spec in [self._block(point, rect) for rect in rectangles(want, covered)] if covered else [block]:
                 jobs[f"{folder}/{spec.key()}"] = spec
         return jobs
 
@@ -213,7 +222,7 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
 
 def check_job_memory(plan: Plan, max_job_mib: int) -> None:
     """Refuse a plan whose biggest job would need more than ``max_job_mib`` (an estimate)."""
-    need, path = max((plan.experiment.job_memory_bytes(job), path) for path, job in plan.jobs().items())
+    need, path = max((plan.experiment.job_memory_bytes(job), path) for path, job in plan.blocks().items())
     if need > max_job_mib << 20:
         raise ConfigError(
             f"experiments.{plan.name}",

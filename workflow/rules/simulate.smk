@@ -11,8 +11,6 @@ rule simulate:
         spec=job_spec,
     log:
         f"{LOGS}/{{experiment}}/simulate/{{job}}.log",
-    benchmark:
-        f"{RESULTS}/{{experiment}}/benchmarks/simulate/{{job}}.tsv"
     threads: SWEEP.config["threads"]
     resources:
         gpu=0,

@@ -1,0 +1,124 @@
+"""Scale of the workflow itself, not of the kernels: planning 10^4 jobs and reducing 10^3 stores.
+
+- ``dryrun``: a generated config with ``--jobs`` simulate jobs (n x d x seeds, every other axis
+  batched) and ``snakemake --dry-run`` on it in an empty directory, as a user types it (the
+  default profile applies). Target: <= 20 s for 10^4 jobs. The printed job count is checked.
+- ``reduce``: ``--stores`` run stores (copies of one real job's store at distinct (n, d, seed),
+  so the reduction reads real variables and shapes) reduced by the workflow's own steps
+  (``collect`` -> ``reduce`` -> ``boundary``) in one fresh process. Target: <= 20 s and
+  <= 2 GB peak resident memory for 10^3 stores.
+
+Each figure is the median of ``--repeats`` runs, timed from outside (``bench_process.run``).
+
+usage: python benchmarks/bench_scale.py dryrun [--jobs 10000] [--repeats 3]
+       python benchmarks/bench_scale.py reduce [--stores 1000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from bench_process import median_of
+
+REPO = Path(__file__).resolve().parents[1]
+RHO = {"start": 0.0, "stop": 0.9, "num": 10}
+GAMMA = {"start": 0.5, "stop": 12.0, "num": 12}
+
+
+def grid_for(count: int) -> dict:
+    """n, d and seeds whose product is ``count`` (10 n, 10 d, count/100 seeds)."""
+    seeds = count // 100
+    if seeds * 100 != count:
+        raise SystemExit("--jobs/--stores must be a multiple of 100")
+    return {"n": [16 * (k + 1) for k in range(10)], "d": list(range(2, 12)), "rho": RHO, "gamma": GAMMA,
+            "seeds": seeds}
+
+
+def dryrun(jobs: int, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp, "config.yaml")
+        config.write_text(yaml.safe_dump({"device": "cpu", "experiments": {"critical_scaling": grid_for(jobs)}}))
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", tmp,
+               "--configfile", str(config), "--cores", "2", "--dry-run"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        planned = int(re.search(r"^simulate\s+(\d+)$", out, re.MULTILINE).group(1))
+        if planned != jobs:
+            raise SystemExit(f"planned {planned} simulate jobs, expected {jobs}")
+        wall, low, high, peak = median_of(cmd, repeats)
+    print(f"dry run, {jobs} simulate jobs: median {wall:.2f} s (min {low:.2f}, max {high:.2f}), "
+          f"peak {peak:.2f} GiB, {repeats} runs")
+
+
+def make_stores(folder: Path, count: int) -> list[Path]:
+    """``count`` run stores: one real job's store copied to distinct (n, d, seed) coordinates."""
+    from attnsweep.config import load_sweep
+    from attnsweep.jobs import run_job
+    from attnsweep.store import open_store, write_atomic
+
+    grid = grid_for(count)
+    plan = load_sweep({"device": "cpu", "experiments": {"critical_scaling": {**grid, "n": [16], "d": [2],
+                                                                              "seeds": 1}}}).plans["critical_scaling"]
+    (spec,) = plan.jobs().values()
+    source = open_store(run_job(spec, folder / "source.zarr", device="cpu", progress=False)).load()
+    paths = []
+    for index, (n, d, seed) in enumerate((n, d, s) for n in grid["n"] for d in grid["d"]
+                                         for s in range(grid["seeds"])):
+        job = {**json.loads(source.attrs["job"]), "seeds": [seed]}
+        job["grid"] = {**job["grid"], "n": [n], "d": [d]}
+        copy = source.assign_coords(n=[n], d=[d], seed=[seed]).assign_attrs(job=json.dumps(job))
+        paths.append(write_atomic(copy, folder / "runs" / f"{index:05d}.zarr"))
+    return paths
+
+
+def reduce_stores(folder: Path) -> None:
+    """The workflow's reduction steps on every store in ``folder/runs`` (one timed process)."""
+    from attnsweep import aggregate
+
+    runs = sorted((folder / "runs").glob("*.zarr"))
+    aggregate.collect(runs, folder / "sweep.zarr")
+    aggregate.reduce(folder / "sweep.zarr", folder / "summary.zarr")
+    aggregate.boundary(folder / "sweep.zarr", folder / "summary.zarr", folder / "boundary.csv",
+                       folder / "boundary.zarr")
+
+
+def reduce(stores: int, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        make_stores(folder, stores)
+        cmd = [sys.executable, __file__, "reduce-in-process", tmp]
+        wall, low, high, peak = median_of(cmd, repeats)
+        rows = len(Path(tmp, "boundary.csv").read_text().splitlines()) - 1
+    print(f"reduce {stores} stores (collect, reduce, boundary; {rows} boundary rows): median {wall:.2f} s "
+          f"(min {low:.2f}, max {high:.2f}), peak {peak:.2f} GiB, {repeats} runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("dryrun")
+    p.add_argument("--jobs", type=int, default=10_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p = sub.add_parser("reduce")
+    p.add_argument("--stores", type=int, default=1000)
+    p.add_argument("--repeats", type=int, default=3)
+    p = sub.add_parser("reduce-in-process")  # the timed child of `reduce`
+    p.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    if args.what == "dryrun":
+        dryrun(args.jobs, args.repeats)
+    elif args.what == "reduce":
+        reduce(args.stores, args.repeats)
+    else:
+        reduce_stores(args.folder)
+
+
+if __name__ == "__main__":
+    main()
