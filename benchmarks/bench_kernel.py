@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from attnsweep.config import load_sweep
-from attnsweep.experiments.critical_scaling import draw_probes, draw_tokens, kernel
+from attnsweep.experiments.critical_scaling import kernel
+from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens
 from attnsweep.registry import get
 
 

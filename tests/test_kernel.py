@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnsweep.experiments.critical_scaling import draw_probes, draw_tokens, kernel, theory
+from attnsweep.experiments.critical_scaling import kernel, theory
+from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens
 
 BIG = 1 << 30  # one block: no chunking
 F64 = torch.float64

@@ -17,7 +17,7 @@ import torch
 
 from attnsweep.aggregate import collect
 from attnsweep.config import load_sweep
-from attnsweep.experiments.critical_scaling import draw_probes, draw_tokens
+from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens
 from attnsweep.jobs import run_job
 from attnsweep.store import open_store
 

@@ -1,0 +1,153 @@
+"""Simulation of critical_scaling (paper 000): torch, imported by jobs only, never by the planner.
+
+Draws (Eq. 25) come from :func:`attnsweep.rng.generator` keyed by (n, d, seed), so every rho,
+gamma and alpha of a point sees the same tokens and the numbers do not depend on the job cut.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import xarray as xr
+from tqdm import tqdm
+
+from attnsweep import rng
+from attnsweep.experiments.critical_scaling import kernel, subsampled
+from attnsweep.grid import Axis
+from attnsweep.registry import JobSpec
+
+NAME = "critical_scaling"
+NOISE = {
+    "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (notes 000 s1, s5)",
+    "standard": "z ~ N(0, I_d): the text's 'standard Gaussian'; eta is about d times smaller (notes 000 s1)",
+}
+ETA_METHOD = {
+    "exact": "exact ||J||_F^2 from Gram matrices (kernel.jacobian_frobenius)",
+    "hutchinson": "Hutchinson mean over Rademacher probes through a forward-mode JVP (Fig. 2 caption)",
+}
+DIMS = ("n", "d", "seed", "rho", "gamma", "alpha")
+
+VARIABLES: dict[str, dict[str, str]] = {
+    "lambda": {"long_name": "input-to-output angle ratio lambda (Eq. 26)", "units": "1"},
+    "eta": {"long_name": "normalised Jacobian norm eta = ||dX'/dX||_F^2/(nd) (Eq. 27)", "units": "1"},
+    "eta_probe": {"long_name": "||J v||^2/(nd) for one Rademacher probe v (Hutchinson term of Eq. 27)", "units": "1"},
+    "eta_plateau": {"long_name": "supercritical eta limit (1 - 1/d) mean_i 1/||x_i||^2 (Eq. 24)", "units": "1"},
+    "n_eff": {"long_name": "effective number of attended tokens mean_i 1/sum_j A_ij^2 (App. C)", "units": "1"},
+    "cos_in_quantile": {"long_name": "quantiles of input pair cosines <y_i, y_j>", "units": "1"},
+    "cos_out_quantile": {"long_name": "quantiles of output pair cosines <y'_i, y'_j>", "units": "1"},
+}
+
+
+def draw_tokens(n: int, d: int, seed: int, noise: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``z_0`` (d,) and ``z`` (n, d) of Eq. 25, float64 on the CPU, shared by every rho and gamma."""
+    gen = rng.generator(NAME, {"n": n, "d": d}, seed, "tokens")
+    z = torch.randn(n + 1, d, generator=gen, dtype=torch.float64)
+    if noise == "scaled":
+        z /= math.sqrt(d)
+    return z[0], z[1:]
+
+
+def draw_probes(n: int, d: int, seed: int, count: int) -> torch.Tensor:
+    """``count`` Rademacher probes (count, n, d) as int8; the first k are the same for any count."""
+    gen = rng.generator(NAME, {"n": n, "d": d}, seed, "probes")
+    return torch.randint(0, 2, (count, n, d), generator=gen, dtype=torch.int8) * 2 - 1
+
+
+def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
+             progress: bool = True) -> xr.Dataset:
+    """One job: every observable at every (n, d, seed, rho, gamma, alpha) of ``job``."""
+    grid, opts = job.grid, job.options
+    ns, ds, seeds = grid["n"], grid["d"], job.seeds
+    rhos, gammas, alphas = grid["rho"], grid["gamma"], grid["alpha"]
+    budget = job.block_mib << 20
+    shape = (len(ns), len(ds), len(seeds), len(rhos), len(gammas), len(alphas))
+    nan = np.nan
+    hutchinson = opts["eta_method"] == "hutchinson"
+    lam = np.full(shape, nan)
+    eta = np.full(shape, nan)
+    eta_probe = np.full((*shape, opts["probes"] if hutchinson else 0), nan)
+    cos_out = np.full((*shape, len(kernel.QUANTILES)), nan)
+    n_eff = np.full(shape[:5], nan)
+    cos_in = np.full((*shape[:4], len(kernel.QUANTILES)), nan)
+    plateau = np.full(shape[:4], nan)
+    alpha_t = torch.tensor(alphas, dtype=dtype, device=device)
+
+    steps = itertools.product(enumerate(ns), enumerate(ds), enumerate(seeds), enumerate(rhos))
+    total = math.prod(shape[:4])
+    for (a, n), (b, d), (s, seed), (r, rho) in tqdm(
+        steps, total=total, desc=NAME, disable=not progress, mininterval=5
+    ):
+        if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
+            z0, z = draw_tokens(n, d, seed, opts["noise"])
+            if not hutchinson and d > n + 1:  # exact path: the tokens' span suffices
+                z0, z = kernel.span_coordinates(z0, z)
+            z0, z = z0.to(device, dtype), z.to(device, dtype)
+            probes = draw_probes(n, d, seed, opts["probes"]).to(device) if hutchinson else None  # int8
+            lambda_pairs, quantile_tokens = samples(n, seed, opts, device)
+            beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
+        x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
+        obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d)
+        lam[a, b, s, r] = obs.lam.double().cpu().numpy()
+        eta[a, b, s, r] = obs.eta.double().cpu().numpy()
+        if hutchinson:
+            eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
+        cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
+        n_eff[a, b, s, r] = obs.n_eff.double().cpu().numpy()
+        cos_in[a, b, s, r] = obs.cos_in.double().cpu().numpy()
+        plateau[a, b, s, r] = obs.eta_plateau.item()
+
+    ds_ = xr.Dataset(
+        {
+            "lambda": (DIMS, lam),
+            "eta": (DIMS, eta),
+            "n_eff": (DIMS[:5], n_eff),
+            "cos_in_quantile": ((*DIMS[:4], "quantile"), cos_in),
+            "cos_out_quantile": ((*DIMS, "quantile"), cos_out),
+            "eta_plateau": (DIMS[:4], plateau),
+        },
+        coords={
+            "n": ns, "d": ds, "seed": seeds, "rho": rhos, "gamma": gammas, "alpha": alphas,
+            "quantile": list(kernel.QUANTILES),
+        },
+    )
+    if hutchinson:
+        ds_["eta_probe"] = ((*DIMS, "probe"), eta_probe)
+        ds_.coords["probe"] = np.arange(opts["probes"])
+    for var in ds_.data_vars:
+        ds_[var].attrs.update(VARIABLES[var])
+    for axis in axes:
+        ds_[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
+    ds_["seed"].attrs.update(long_name="random seed")
+    ds_.attrs.update(
+        noise=opts["noise"],
+        noise_convention=NOISE[opts["noise"]],
+        lambda_pairs=(
+            "all pairs" if opts["pair_samples"] is None
+            else f"{opts['pair_samples']} uniform pairs where n > {opts['pair_subsample_n']}, all pairs below"
+        ),
+        quantile_pairs=(
+            "all pairs" if opts["quantile_tokens"] is None
+            else f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly"
+        ),
+        eta_method=ETA_METHOD[opts["eta_method"]],
+    )
+    if hutchinson:
+        ds_.attrs["hutchinson_probes"] = opts["probes"]
+    return ds_
+
+
+def samples(n: int, seed: int, opts: dict[str, Any], device: torch.device):
+    """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
+    lambda_pairs = None
+    if subsampled(n, opts, "pair_subsample_n"):
+        gen = rng.generator(NAME, {"n": n}, seed, "lambda_pairs")
+        lambda_pairs = tuple(t.to(device) for t in kernel.pair_sample(n, opts["pair_samples"], gen))
+    tokens = torch.arange(n)
+    if subsampled(n, opts, "quantile_tokens"):
+        gen = rng.generator(NAME, {"n": n}, seed, "quantile_tokens")
+        tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
+    return lambda_pairs, tokens.to(device)
