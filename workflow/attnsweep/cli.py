@@ -109,15 +109,19 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 def cmd_job(args: argparse.Namespace) -> None:
     from attnsweep import worker
+    from attnsweep.status import running_marker
 
     spec = {**json.loads(args.spec), "block_mib": args.block_mib}
     request = {"spec": spec, "out": args.out, "device": args.device,
                "threads": args.threads}
     server = os.environ.get(worker.SOCKET_ENV)
-    status = worker.submit(server, request) if server else None
-    if status is None:  # no warm server here: run in this process
-        worker.run_request(request)
-    elif status:
+    # The marker at once (the job re-marks it with its own pid): a job killed while starting
+    # reads as interrupted, and an unwritable results directory fails here, in one line.
+    with running_marker(args.out):
+        status = worker.submit(server, request) if server else None
+        if status is None:  # no warm server here: run in this process
+            worker.run_request(request)
+    if status:
         raise SystemExit(status)
 
 
@@ -165,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"attnsweep: config error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A store that cannot be written (disk full, read-only): one line, no traceback. The
+        # store module is looked up, not imported, so the light `job` client stays light.
+        store = sys.modules.get("attnsweep.store")
+        if store is None or not isinstance(err, store.StoreWriteError):
+            raise
+        print(f"attnsweep: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

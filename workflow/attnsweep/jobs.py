@@ -29,8 +29,10 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
     dtype = resolve_dtype(spec.dtype)  # type: ignore[arg-type]
     if threads:
         torch.set_num_threads(threads)
-    log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
     with running_marker(out):
+        # Marker first, then the first log line: a job killed after it began to log is never
+        # mistaken for a failed one by `attnsweep status`.
+        log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
         start = time.perf_counter()
         ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
         wall = time.perf_counter() - start

@@ -5,7 +5,9 @@ Each simulate job is in one of five states:
 - ``done``: its store is complete (stores are renamed into place only when whole);
 - ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
   process on another host (a cluster node), which cannot be checked from here;
-- ``interrupted``: the marker names a dead process on this host (killed: kill -9, OOM, node loss);
+- ``interrupted``: the marker names a dead process on this host (killed: kill -9, OOM, node loss),
+  or its log exists but is empty (killed as it started; the job client writes the marker at
+  once, so a live job shows so for a few milliseconds at most);
 - ``failed``: it has a log but no store and no marker (the job ended with an error; the last
   log line says which);
 - ``pending``: nothing yet.
@@ -20,7 +22,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,8 +44,15 @@ def marker_path(store: Path) -> Path:
 def running_marker(store: str | Path) -> Iterator[None]:
     """Mark ``store`` as being computed by this process until the block ends, however it ends."""
     marker = marker_path(Path(store))
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
+    except OSError as err:  # the store could not be written either: say so before computing
+        from attnsweep.store import StoreWriteError
+
+        with suppress(OSError):  # a marker begun on a full disk; nothing to undo when read-only
+            marker.unlink()
+        raise StoreWriteError(store, err) from err
     try:
         yield
     finally:
@@ -72,13 +81,20 @@ def block_text(spec: JobSpec, point: str) -> str:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs on this host; a zombie (killed, not yet reaped) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
+        pass
+    try:  # a container whose init does not reap keeps killed jobs as zombies
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:  # gone meanwhile, or no /proc at all (macOS: trust the signal)
+        return not Path("/proc/self/stat").exists()
+    except OSError:
         return True
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _last_line(log: Path) -> str:
@@ -102,6 +118,10 @@ def job_status(point: str, store: Path, log: Path) -> JobStatus:
             return JobStatus(point, "running", f"{where} (another host: not checked)")
         return JobStatus(point, "running" if _alive(info["pid"]) else "interrupted", where)
     if log.is_file():
+        if not log.read_text(errors="replace").strip():
+            # The shell made the log, the job wrote nothing and left no marker: it was killed
+            # before it began (a job that fails always says why).
+            return JobStatus(point, "interrupted", "killed before it started (empty log)")
         return JobStatus(point, "failed", _last_line(log))
     return JobStatus(point, "pending")
 

@@ -60,20 +60,42 @@ def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
     return write_with(lambda tmp: ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False), path)
 
 
+class StoreWriteError(OSError):
+    """A store could not be written: disk full, read-only or missing directory, no permission.
+
+    ``str()`` is one line, ``cannot write PATH: REASON`` (e.g. ``No space left on device``);
+    ``errno`` is the underlying error's.
+    """
+
+    def __init__(self, path: str | Path, err: OSError) -> None:
+        reason = err.strerror or str(err)
+        super().__init__(err.errno, f"cannot write {path}: {reason}")
+        self.path = str(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
-    """Let ``writer`` fill a temporary sibling of ``path``, then rename it into place."""
+    """Let ``writer`` fill a temporary sibling of ``path``, then rename it into place.
+
+    On any error the temporary sibling is removed (which also frees a full disk) and the final
+    path is left as it was; an ``OSError`` is raised again as :class:`StoreWriteError`.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
         writer(tmp)
         if path.exists():
             shutil.rmtree(path)
         os.rename(tmp, path)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, OSError) and not isinstance(err, StoreWriteError):
+            raise StoreWriteError(path, err) from err
         raise
     return path
 

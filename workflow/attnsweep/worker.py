@@ -77,10 +77,15 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
     except ConfigError as err:
         print(f"attnsweep: config error: {err}", file=sys.stderr)
         status = 2
-    except BaseException:  # report as a fresh process would
+    except BaseException as err:  # report as a fresh process would (cli.main)
         import traceback
 
-        traceback.print_exc()
+        from attnsweep.store import StoreWriteError
+
+        if isinstance(err, StoreWriteError):  # disk full, read-only: one line
+            print(f"attnsweep: {err}", file=sys.stderr)
+        else:
+            traceback.print_exc()
         status = 1
     sys.stdout.flush()
     sys.stderr.flush()

@@ -5,6 +5,7 @@ import sys
 
 from attnsweep.config import load_sweep
 from attnsweep.errors import ConfigError
+from attnsweep.lock import claim as claim_results
 
 try:
     SWEEP = load_sweep(config)

@@ -1,9 +1,12 @@
-# A warm fork server for local runs (attnsweep.worker): simulate jobs skip the ~3 s import of
-# torch, xarray and zarr. Started only when jobs run on this machine; a job that finds no
-# server runs in its own process with the same result.
+# Held for the whole run: the results directory's lock (attnsweep.lock), and a warm fork server
+# for local runs (attnsweep.worker): simulate jobs skip the ~3 s import of torch, xarray and
+# zarr. The server starts only when jobs run on this machine; a job that finds no server runs
+# in its own process with the same result.
 import subprocess
 import tempfile
 import time
+
+from snakemake.exceptions import WorkflowError
 
 WORKER_SOCKET = os.path.join(tempfile.gettempdir(), f"attnsweep-worker-{os.getpid()}.sock")
 WORKER = {}
@@ -32,6 +35,11 @@ def stop_worker():
 
 
 onstart:
+    if not (workflow.remote_exec or workflow.subprocess_exec):  # the main snakemake only
+        try:
+            WORKER["results_lock"] = claim_results(RESULTS)  # held until this process exits
+        except ConfigError as err:
+            raise WorkflowError(f"attnsweep: {err}") from None
     if SWEEP.config["warm_worker"] and workflow.local_exec and not workflow.dryrun:
         start_worker()
 
