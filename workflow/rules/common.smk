@@ -1,7 +1,6 @@
 # Helpers shared by the rules: the validated sweep and the path functions built from it.
 import json
 import os
-import shlex
 import sys
 
 from attnsweep.config import load_sweep

@@ -16,6 +16,5 @@ rule simulate:
         gpu=0,
     shell:
         # Only the spec is a param: a change of interpreter, device or block size reruns no job.
-        # The constants are put in once here; each {field} costs Snakemake time per job.
-        f"{shlex.quote(PYTHON)} -m attnsweep.cli job {{params.spec:q}} --out {{output.store:q}}"
-        f" --device {DEVICE} --threads {{threads}} --block-mib {BLOCK_MIB} > {{log:q}} 2>&1"
+        "{PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
+        " --device {DEVICE} --threads {threads} --block-mib {BLOCK_MIB} > {log:q} 2>&1"
