@@ -16,5 +16,6 @@ rule simulate:
         gpu=0,
     shell:
         # Only the spec is a param: a change of interpreter, device or block size reruns no job.
+        # They stay {fields}: Snakemake's code trigger compares this template, not its values.
         "{PYTHON:q} -m attnsweep.cli job {params.spec:q} --out {output.store:q}"
         " --device {DEVICE} --threads {threads} --block-mib {BLOCK_MIB} > {log:q} 2>&1"
