@@ -254,3 +254,17 @@ def test_plan_cuts_grid_into_jobs():
     jobs = [path.rsplit("/", 1)[0] for path in fine.plans["critical_scaling"].jobs()]
     assert len(jobs) == 2 * 2 * 2
     assert "n~16/rho~0.5/seed~1" in jobs  # canonical axis order whatever the config's order
+
+
+def test_sweep_job_mib_is_the_largest_job_estimate():
+    """Truth: the maximum of the experiment's own per-job estimate, rounded up to whole MiB
+    (the simulate rule's ``mem_mb``); bigger n makes it bigger."""
+    from attnsweep.config import load_sweep
+
+    section = {"n": [16, 4096], "d": [8], "rho": [0.0], "gamma": [1.0], "seeds": 1}
+    sweep = load_sweep({"experiments": {"critical_scaling": section}})
+    plan = sweep.plans["critical_scaling"]
+    estimates = [plan.experiment.job_memory_bytes(spec) for spec in plan.jobs().values()]
+    assert len(set(estimates)) == 2
+    assert sweep.job_mib == -(-max(estimates) // 2**20)
+    assert (sweep.job_mib - 1) * 2**20 < max(estimates) <= sweep.job_mib * 2**20

@@ -155,11 +155,13 @@ class Plan:
         """
         want = {axis: self._values(axis) for axis in (*self.experiment.axis_names, SEED)
                 if axis not in self.wildcards}
+        runs = Path(results, self.name, "runs") if results is not None else None
+        scan = runs is not None and runs.is_dir()  # a new sweep: no folder to look into
         jobs = {}
         for folder, block in self.blocks().items():
             point = {axis: (block.seeds if axis == SEED else block.grid[axis])[0] for axis in self.wildcards}
             covered: set[tuple] = set()
-            stored = stored_jobs(Path(results, self.name, "runs", folder)) if results is not None else ()
+            stored = stored_jobs(runs / folder) if scan else ()
             for key, spec in stored:
                 held = self._covers(spec, point, want)
                 if held:
@@ -176,6 +178,7 @@ class Sweep:
 
     config: dict[str, Any]
     plans: dict[str, Plan]
+    job_mib: int = 0  # estimated peak memory of the largest simulate job, MiB
 
     @property
     def results(self) -> str:
@@ -215,13 +218,12 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
         name: plan_experiment(name, section, config["dtype"], config["block_mib"])
         for name, section in config["experiments"].items()
     }
-    for plan in plans.values():
-        check_job_memory(plan, config["max_job_mib"])
-    return Sweep(config, plans)
+    job_mib = max((check_job_memory(plan, config["max_job_mib"]) for plan in plans.values()), default=0)
+    return Sweep(config, plans, job_mib)
 
 
-def check_job_memory(plan: Plan, max_job_mib: int) -> None:
-    """Refuse a plan whose biggest job would need more than ``max_job_mib`` (an estimate)."""
+def check_job_memory(plan: Plan, max_job_mib: int) -> int:
+    """The estimated peak MiB of the plan's biggest job; refused if over ``max_job_mib``."""
     need, path = max((plan.experiment.job_memory_bytes(job), path) for path, job in plan.blocks().items())
     if need > max_job_mib << 20:
         raise ConfigError(
@@ -229,6 +231,7 @@ def check_job_memory(plan: Plan, max_job_mib: int) -> None:
             f"job {path} would need about {need / 2**30:.1f} GiB, over max_job_mib = {max_job_mib}: "
             "make more axes wildcards, lower block_mib, or raise max_job_mib",
         )
+    return -(-need >> 20)
 
 
 def experiment_defaults(name: str) -> dict[str, Any]:
