@@ -9,8 +9,9 @@
   resident memory of the process. Target: <= 4 GB. Hutchinson by default: at n far above
   d^2 it is the cheaper eta (exact costs O(n^2 d^2) per gamma there).
 
-Each figure is the median of ``--repeats`` runs, timed from outside with perf_counter, peak
-memory from getrusage of the finished child.
+Each figure is the median of ``--repeats`` runs, timed from outside with perf_counter; peak
+memory is the larger of the child's getrusage and the summed PSS of its whole process tree
+(sampled every 20 ms), so work spread over helper processes is counted once in full.
 
 usage: python benchmarks/bench_process.py [overhead|long] [--repeats 5] [--probes 16]
        [--eta-method hutchinson|exact]
@@ -26,18 +27,45 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
+
+
+def tree_pss_kib(pid: int) -> int:
+    """Summed proportional set size of ``pid`` and its descendants, KiB (0 once gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        proc = Path("/proc", str(todo.pop()))
+        try:
+            rollup = (proc / "smaps_rollup").read_text()
+            total += int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
+            for task in (proc / "task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (GiB) of one child process."""
+    """Wall seconds and peak memory (GiB) of one child process and its descendants."""
     start = time.perf_counter()
     pid = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid
+    peak, done = [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], tree_pss_kib(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
     if status != 0:
         raise SystemExit(f"command failed ({status}): {' '.join(cmd)}")
-    return wall, usage.ru_maxrss / 2**20
+    return wall, max(usage.ru_maxrss, peak[0]) / 2**20
 
 
 def median_of(cmd: list[str], repeats: int) -> tuple[float, float, float, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import yaml
 from bench_process import median_of
 
 REPO = Path(__file__).resolve().parents[1]
+WORKERS = len(os.sched_getaffinity(0))  # collect readers: every core, as the collect rule takes them
 RHO = {"start": 0.0, "stop": 0.9, "num": 10}
 GAMMA = {"start": 0.5, "stop": 12.0, "num": 12}
 
@@ -83,7 +85,7 @@ def reduce_stores(folder: Path) -> None:
     from attnsweep import aggregate
 
     runs = sorted((folder / "runs").glob("*.zarr"))
-    aggregate.collect(runs, folder / "sweep.zarr")
+    aggregate.collect(runs, folder / "sweep.zarr", workers=WORKERS)
     aggregate.reduce(folder / "sweep.zarr", folder / "summary.zarr")
     aggregate.boundary(folder / "sweep.zarr", folder / "summary.zarr", folder / "boundary.csv",
                        folder / "boundary.zarr")

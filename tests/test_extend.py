@@ -195,16 +195,21 @@ def test_snakemake_runs_only_the_new_values(tmp_path: Path) -> None:
         np.testing.assert_array_equal(grown[var].values, scratch[var].values, err_msg=var)
 
 
-def test_collect_in_slabs_equals_one_slab_and_refuses_holes(tmp_path: Path) -> None:
+def test_collect_in_slabs_or_processes_equals_one_slab_and_refuses_holes(tmp_path: Path) -> None:
+    """Truth: one slab read by this process; slabs of one value, and stores read by two
+    reader processes, give the same arrays bit for bit."""
     plan = plan_of({**SECTION, "n": [16, 24], "d": [3, 4]})
     results = tmp_path / "results"
     stores = [results / "critical_scaling" / "runs" / f"{p}.zarr" for p in run_missing(plan, results)]
     grid = {**plan.grid, "seed": plan.seeds}
     whole = open_store(collect(stores, tmp_path / "whole.zarr", grid)).load()
     sliced = open_store(collect(stores, tmp_path / "sliced.zarr", grid, slab_mib=0)).load()  # 1 value a slab
+    pooled = open_store(collect(stores, tmp_path / "pooled.zarr", grid, slab_mib=0, workers=2,
+                                stores_per_worker=1)).load()
     assert whole["lambda"].encoding["chunks"] != sliced["lambda"].encoding["chunks"]
     for var in whole.data_vars:
         np.testing.assert_array_equal(whole[var].values, sliced[var].values, err_msg=var)
+        np.testing.assert_array_equal(whole[var].values, pooled[var].values, err_msg=var)
     with pytest.raises(ValueError, match="grid points are in no run store"):
         collect(stores[1:], tmp_path / "holed.zarr", grid)
     assert not (tmp_path / "holed.zarr").exists()

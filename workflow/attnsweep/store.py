@@ -7,6 +7,7 @@ at most a temporary sibling, never a final path that looks finished.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 import xarray as xr
 
 import attnsweep
@@ -44,7 +44,7 @@ def provenance(**extra: Any) -> dict[str, Any]:
     attrs = {
         "attnsweep_version": attnsweep.__version__,
         "git_commit": git_commit(),
-        "torch_version": torch.__version__,
+        "torch_version": importlib.metadata.version("torch"),  # the reductions never import torch
         "numpy_version": np.__version__,
         "xarray_version": xr.__version__,
         "python_version": platform.python_version(),

@@ -10,6 +10,7 @@ rule collect:
         grid=sweep_grid,
     log:
         f"{LOGS}/{{experiment}}/collect.log",
+    threads: ALL_CORES  # reader processes (attnsweep.aggregate.collect)
     script:
         "../../scripts/aggregate.py"
 

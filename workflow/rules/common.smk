@@ -8,6 +8,7 @@ import tempfile
 from attnsweep.config import load_sweep
 from attnsweep.errors import ConfigError
 from attnsweep.lock import claim as claim_results
+from snakemake.exceptions import WorkflowError
 
 try:
     SWEEP = load_sweep(config)
@@ -24,6 +25,10 @@ BLOCK_MIB = SWEEP.config["block_mib"]
 # Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.blocks).
 JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
+try:  # collect, the one job that runs alone, reads with every core of a local run
+    ALL_CORES = workflow.cores
+except WorkflowError:  # a cluster run gives no --cores: profiles/slurm sets collect's threads
+    ALL_CORES = 1
 # The plan lives as long as this process: keep the garbage collector from walking its objects
 # again on every full collection while Snakemake builds its own per-job objects (-1 s of 18 s,
 # a 10^4-job dry run; benchmarks/RESULTS.md).

@@ -6,7 +6,6 @@ import subprocess
 import tempfile
 import time
 
-from snakemake.exceptions import WorkflowError
 
 WORKER_SOCKET = os.path.join(tempfile.gettempdir(), f"attnsweep-worker-{os.getpid()}.sock")
 WORKER = {}
