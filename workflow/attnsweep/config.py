@@ -208,6 +208,7 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
             raise ConfigError(f"{prefix}.wildcards", f"unknown axis {axis!r} (axes: {', '.join(known)})")
     axis_keys = {*experiment.axis_names, "seeds", "wildcards"}
     options = {k: v for k, v in section.items() if k not in axis_keys}
+    experiment.check(options, grid, prefix)
     return Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
 
 

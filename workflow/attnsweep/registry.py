@@ -112,6 +112,10 @@ class Experiment(ABC):
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        """Refuse combinations of options and grid the schema cannot express: raise
+        :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
+
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """The options that change the numbers of a job over ``grid`` (default: all of them).
 

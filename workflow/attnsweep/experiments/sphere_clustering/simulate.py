@@ -1,0 +1,143 @@
+"""Simulation of sphere_clustering (paper 001): torch, imported by jobs only, never by the planner.
+
+Every (seed, rho, beta, gamma) of an (n, d) point is one system of a tensor batch, integrated
+together in chunks of at most ``block_mib``. Initial tokens and random matrices come from
+:func:`attnsweep.rng.generator` keyed by (n, d, seed) and (d, seed), so every rho, beta and
+gamma sees the same draws and the numbers do not depend on the job cut or the chunking.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import xarray as xr
+from tqdm import tqdm
+
+from attnsweep import rng
+from attnsweep.dynamics import ensembles, observables, sphere
+from attnsweep.dynamics.times import output_steps
+from attnsweep.grid import Axis
+from attnsweep.registry import JobSpec
+
+NAME = "sphere_clustering"
+DIMS = ("n", "d", "seed", "rho", "beta", "gamma", "t")
+SYSTEM_DIMS = DIMS[2:6]  # one system per (seed, rho, beta, gamma)
+
+VARIABLES: dict[str, dict[str, str]] = {
+    "clustered": {"long_name": "fraction of pairs i != j with <x_i, x_j> >= 1 - delta (Fig. 3)", "units": "1"},
+    "clusters": {"long_name": "connected components of <x_i, x_j> >= 1 - cluster_delta (Fig. 4)", "units": "1"},
+    "boolean_rank": {"long_name": "rank of 1[<x_i, x_j> > 0.9999], the authors' cluster count", "units": "1"},
+    "min_cosine": {"long_name": "min over i != j of <x_i, x_j>", "units": "1"},
+    "energy": {"long_name": "interaction energy E_beta (Eq. 3.5); Q = K = V = I only", "units": "1"},
+    "snapshot": {"long_name": "first two coordinates of every token at the snapshot times (Fig. 4)", "units": "1"},
+}
+
+
+def initial_tokens(n: int, d: int, seed: int, rho: float) -> torch.Tensor:
+    """Tokens (n, d) on S^{d-1}, float64: x_i = N(sqrt(rho) z_0 + sqrt(1 - rho) z_i), z ~ N(0, I_d/d)
+    (000 Eq. 25, normalised); rho = 0 gives i.i.d. uniform tokens (001 Section 2)."""
+    gen = rng.generator(NAME, {"n": n, "d": d}, seed, "tokens")
+    z = torch.randn(n + 1, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+    return sphere.normalise(math.sqrt(rho) * z[0] + math.sqrt(1 - rho) * z[1:])
+
+
+def matrices(opts: dict[str, Any], d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(Q^T K, V) of one realisation; None for the identity."""
+    if opts["matrices"] == "identity":
+        return None
+    if opts["matrices"] == "fixed":
+        return ensembles.fixed(opts["q"], opts["k"], opts["v"])
+    return ensembles.draw(opts["matrices"], d, rng.generator(NAME, {"d": d}, seed, "matrices"))
+
+
+def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
+    """Working memory of one system during a step: scores and weights, tokens and stages, matrices."""
+    stages = 4 if integrator == "rk4" else 1
+    return size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
+
+
+def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
+             progress: bool = True) -> xr.Dataset:
+    """Every observable at every output time of every (n, d, seed, rho, beta, gamma) of ``job``."""
+    grid, opts, seeds = job.grid, job.options, job.seeds
+    steps = output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"])
+    snap_steps = np.unique(np.rint(np.asarray(opts["snapshot_times"], float) / opts["dt"]).astype(np.int64))
+    systems = list(itertools.product(range(len(seeds)), range(len(grid["rho"])), range(len(grid["beta"])),
+                                     range(len(grid["gamma"]))))
+    shape = (len(grid["n"]), len(grid["d"]), len(seeds), len(grid["rho"]), len(grid["beta"]), len(grid["gamma"]))
+    out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
+    snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
+    size = torch.finfo(dtype).bits // 8
+    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
+    for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
+        n, d = int(n), int(d)
+        chunk = max(1, (job.block_mib << 20) // system_bytes(n, d, size, opts["integrator"]))
+        for lo in range(0, len(systems), chunk):
+            index = np.array(systems[lo:lo + chunk])
+            values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
+            at = (a, b, *index.T)
+            for var, array in values.items():
+                if var == "snapshot":
+                    snapshot[at + (slice(None), slice(0, n))] = array
+                else:
+                    out[var][at] = array
+    coords = {"n": grid["n"], "d": grid["d"], "seed": seeds, "rho": grid["rho"], "beta": grid["beta"],
+              "gamma": grid["gamma"], "t": steps * opts["dt"]}
+    result = xr.Dataset({var: (DIMS, array) for var, array in out.items()}, coords=coords)
+    if len(snap_steps):
+        result["snapshot"] = ((*DIMS[:-1], "snapshot_t", "token", "xy"), snapshot)
+        result.coords["snapshot_t"] = snap_steps * opts["dt"]
+        result.coords["xy"] = [0, 1]
+    for var in result.data_vars:
+        result[var].attrs.update(VARIABLES[var])
+    for axis in axes:
+        result[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
+    result["seed"].attrs.update(long_name="random seed: one realisation")
+    result["t"].attrs.update(long_name="time, multiples of dt", units="1")
+    result.attrs.update(normalisation=opts["normalisation"], integrator=opts["integrator"], dt=opts["dt"],
+                        matrices=ensembles.ENSEMBLES[opts["matrices"]], delta=opts["delta"],
+                        cluster_delta=opts["cluster_delta"])
+    return result
+
+
+def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
+              steps: np.ndarray, snap_steps: np.ndarray, device: torch.device,
+              dtype: torch.dtype) -> dict[str, np.ndarray]:
+    """Integrate the systems ``index`` (rows of seed, rho, beta, gamma positions) of one (n, d)
+    to the last output step, recording the observables at ``steps``; arrays (systems, steps)."""
+    s, r, b, g = index.T
+    x0 = torch.stack([initial_tokens(n, d, seeds[i], grid["rho"][j]) for i, j in zip(s, r)])
+    beta = torch.tensor([grid["beta"][i] + grid["gamma"][j] * math.log(n) for i, j in zip(b, g)],
+                        dtype=dtype, device=device)
+    drawn = {seed: matrices(opts, d, seeds[seed]) for seed in np.unique(s)}
+    qk = v = None
+    if drawn[s[0]] is not None:
+        qk = torch.stack([drawn[i][0] for i in s]).to(device, dtype)
+        v = torch.stack([drawn[i][1] for i in s]).to(device, dtype)
+    step = sphere.stepper(opts["integrator"], beta, qk, v, opts["normalisation"], opts["dt"])
+    identity = opts["matrices"] == "identity"
+    recorders = {
+        "clustered": lambda g: observables.clustered_pairs(g, opts["delta"]),
+        "clusters": lambda g: observables.cluster_count(g, opts["cluster_delta"]),
+        "boolean_rank": observables.boolean_rank,
+        "min_cosine": observables.min_cosine,
+        "energy": lambda g: (torch.where(beta > 0, observables.energy(g, beta), math.nan) if identity
+                             else torch.full_like(beta, math.nan)),
+    }
+    record: dict[str, list] = {var: [] for var in [*opts["observables"], "snapshot"]}
+    wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
+    x = x0.to(device, dtype)
+    for k in range(int(max(steps.max(), snap_steps.max(initial=0))) + 1):
+        if k:
+            x = step(x)
+        if k in wanted:
+            gram = observables.gram(x)
+            for var in opts["observables"]:
+                record[var].append(recorders[var](gram))
+        if k in snaps:
+            record["snapshot"].append(x[..., :2])
+    return {var: torch.stack(vals, 1).double().cpu().numpy() for var, vals in record.items() if vals}
