@@ -150,3 +150,52 @@ def test_random_ensembles_have_their_structure() -> None:
             torch.testing.assert_close(v, qk / math.sqrt(6))
         else:
             assert torch.linalg.eigvalsh(v).min() > -1e-12  # V = G G^T / sqrt(d) is PSD
+
+
+@pytest.mark.parametrize("matrices", ["identity", "ginibre"])
+def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch, matrices: str) -> None:
+    """One job for everything, one per (n, d, seed, beta), and chunks of one system give the
+    same arrays bit for bit: draws are keyed by (n, d, seed) and (d, seed) only."""
+    from attnsweep.aggregate import collect
+    from attnsweep.config import load_sweep
+    from attnsweep.jobs import run_job
+    from attnsweep.store import open_store
+
+    section = {"n": [5, 7], "d": [2, 3], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
+               "t_max": 2.0, "outputs": 5, "matrices": matrices, "integrator": "rk4"}
+    sweeps = {}
+    for name, top, wildcards in (("single", {"block_mib": 8}, []), ("fanned", {"block_mib": 8}, ["n", "d", "seed", "beta"]),
+                                 ("chunked", {"block_mib": 1}, ["n", "d"])):
+        if name == "chunked":  # every system claims the whole 1 MiB budget: one system a chunk
+            monkeypatch.setattr("attnsweep.experiments.sphere_clustering.simulate.system_bytes",
+                                lambda *args: 1 << 20)
+        plan = load_sweep({"dtype": "float64", **top,
+                           "experiments": {"sphere_clustering": {**section, "wildcards": wildcards}}}).plans["sphere_clustering"]
+        folder = tmp_path / name
+        runs = [run_job(spec, folder / "runs" / f"{path}.zarr", device="cpu", progress=False)
+                for path, spec in plan.jobs().items()]
+        sweeps[name] = open_store(collect(runs, folder / "sweep.zarr")).load()
+    ref = sweeps["single"]
+    assert not np.isnan(ref["clustered"].values).any()
+    for other in ("fanned", "chunked"):
+        for var in ref.data_vars:
+            np.testing.assert_array_equal(sweeps[other][var].values, ref[var].values, err_msg=f"{other}: {var}")
+
+
+def test_summary_theory_is_gamma_inf_delta_for_identity_only() -> None:
+    """t_star_theory on the summary's coordinates: the notes' value 6.95350 (n = 32, delta = 1e-3,
+    beta_eff = 4 from beta = 0, gamma = 4/log 32), NaN past beta = 700 and for random matrices."""
+    import xarray as xr
+
+    from attnsweep.experiments.sphere_clustering import SphereClustering
+
+    coords = {"n": [32], "d": [8], "rho": [0.0], "beta": [0.0, 800.0], "gamma": [4 / math.log(32)],
+              "t": np.linspace(0, 30, 7)}
+    summary = xr.Dataset(coords=coords)
+    out = SphereClustering.theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "identity"})
+    star = out["t_star_theory"].sel(beta=0.0).item()
+    assert star == pytest.approx(6.95350, abs=1e-5)
+    assert np.isnan(out["t_star_theory"].sel(beta=800.0).item())
+    assert out["gamma_curve"].sel(beta=0.0, t=0.0).item() == 0.0
+    random = SphereClustering.theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "ginibre"})
+    assert np.isnan(random["t_star_theory"].values).all()

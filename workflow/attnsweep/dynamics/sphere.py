@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-Field = Callable[[Tensor], Tensor]
+Field = Callable[..., Tensor]
 
 
 def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:
@@ -21,9 +21,10 @@ def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:
     return left @ x.transpose(-1, -2)
 
 
-def attention(x: Tensor, beta: Tensor, qk: Tensor | None, normalisation: str) -> Tensor:
-    """Weights A_ij: softmax over j for SA (Eq. 2.4, max-subtracted), e^{score}/n for USA."""
-    logits = scores(x, beta, qk)
+def attention(x: Tensor, beta: Tensor, qk: Tensor | None, normalisation: str, gram: Tensor | None = None) -> Tensor:
+    """Weights A_ij: softmax over j for SA (Eq. 2.4, max-subtracted), e^{score}/n for USA.
+    ``gram``, the Gram matrix of ``x`` when already at hand, spares a product when Q^T K = I."""
+    logits = beta[:, None, None] * gram if gram is not None and qk is None else scores(x, beta, qk)
     if normalisation == "sa":
         return torch.softmax(logits, dim=-1)
     if normalisation == "usa":
@@ -37,10 +38,10 @@ def tangent(x: Tensor, w: Tensor) -> Tensor:
 
 
 def field(x: Tensor, beta: Tensor, qk: Tensor | None, v: Tensor | None, normalisation: str,
-          project: bool = True) -> Tensor:
+          project: bool = True, gram: Tensor | None = None) -> Tensor:
     """Velocity of Eq. 2.5: P^perp_{x_i}(sum_j A_ij V x_j); without the projection if not ``project``."""
     values = x if v is None else x @ v.transpose(-1, -2)
-    w = attention(x, beta, qk, normalisation) @ values
+    w = attention(x, beta, qk, normalisation, gram) @ values
     return tangent(x, w) if project else w
 
 
@@ -49,14 +50,14 @@ def normalise(x: Tensor) -> Tensor:
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
-def euler(x: Tensor, f: Field, dt: float) -> Tensor:
+def euler(x: Tensor, f: Field, dt: float, gram: Tensor | None = None) -> Tensor:
     """x <- N(x + dt f(x)): explicit Euler, then renormalisation (the authors' scheme)."""
-    return normalise(x + dt * f(x))
+    return normalise(x + dt * f(x, gram))
 
 
-def rk4(x: Tensor, f: Field, dt: float) -> Tensor:
+def rk4(x: Tensor, f: Field, dt: float, gram: Tensor | None = None) -> Tensor:
     """Classical Runge-Kutta on the (projected) field, then renormalisation: O(dt^4) per unit time."""
-    k1 = f(x)
+    k1 = f(x, gram)
     k2 = f(x + dt / 2 * k1)
     k3 = f(x + dt / 2 * k2)
     k4 = f(x + dt * k3)
@@ -72,14 +73,15 @@ INTEGRATORS = {
 
 
 def stepper(integrator: str, beta: Tensor, qk: Tensor | None, v: Tensor | None,
-            normalisation: str, dt: float) -> Callable[[Tensor], Tensor]:
-    """One step x(t) -> x(t + dt) of ``integrator`` for the systems of a batch."""
+            normalisation: str, dt: float) -> Callable[..., Tensor]:
+    """One step ``(x, gram=None) -> x(t + dt)`` of ``integrator`` for the systems of a batch;
+    ``gram``, the Gram matrix of ``x`` if already computed (for recording), is reused."""
     try:
         step, project = INTEGRATORS[integrator]
     except KeyError:
         raise ValueError(f"unknown integrator {integrator!r} ({', '.join(INTEGRATORS)})") from None
 
-    def f(x: Tensor) -> Tensor:
-        return field(x, beta, qk, v, normalisation, project)
+    def f(x: Tensor, gram: Tensor | None = None) -> Tensor:
+        return field(x, beta, qk, v, normalisation, project, gram)
 
-    return lambda x: step(x, f, dt)
+    return lambda x, gram=None: step(x, f, dt, gram)

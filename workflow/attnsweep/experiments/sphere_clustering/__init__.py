@@ -131,14 +131,17 @@ class SphereClustering(Experiment):
 
         model = "usa" if "usa" in attrs.get("normalisation", "sa") else "sa"
         delta = float(attrs.get("delta", 1e-3))
-        identity = attrs.get("matrices", "").startswith("Q = K = V = I")
+        identity = attrs.get("matrices") == "identity"
         n, beta, gamma = (summary[c].astype(float) for c in ("n", "beta", "gamma"))
         b = beta_eff(beta, gamma, n)
         b, n_ = xr.broadcast(b, n)
-        t_star = np.vectorize(lambda bb, nn: theory.hitting_time(bb, int(nn), delta, model))(b.values, n_.values)
         times = summary["t"].values
-        curve = np.stack([np.asarray(theory.gamma_curve(times, bb, int(nn), model))
-                          for bb, nn in zip(b.values.ravel(), n_.values.ravel())]).reshape(*b.shape, len(times))
+        t_star = np.full(b.shape, np.nan)
+        curve = np.full((*b.shape, len(times)), np.nan)
+        for at in np.ndindex(b.shape):  # the closed forms hold up to beta = 700 (float64 range)
+            if b.values[at] <= theory.BETA_MAX:
+                t_star[at] = theory.hitting_time(b.values[at], int(n_.values[at]), delta, model)
+                curve[at] = theory.gamma_curve(times, b.values[at], int(n_.values[at]), model)
         out = xr.Dataset({
             "t_star_theory": (b.dims, t_star),
             "gamma_curve": ((*b.dims, "t"), curve),

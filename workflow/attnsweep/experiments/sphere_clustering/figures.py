@@ -9,6 +9,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from attnsweep.dynamics.ensembles import ENSEMBLES
+from attnsweep.experiments.sphere_clustering import theory
 from attnsweep.grid import format_value
 
 MODEL = {"sa": "SA (softmax, Eq. 2.6)", "usa": "USA (1/n, Section 3)"}
@@ -72,6 +73,18 @@ def _pick(data: xr.DataArray, axis: str) -> xr.DataArray:
     return data.isel({other: 0, "rho": 0})
 
 
+def gamma_line(summary: xr.Dataset, n: int, axis: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Gamma_inf,delta on a fine temperature grid: (hitting times, temperatures); None unless
+    Q = K = V = I."""
+    if summary.attrs.get("matrices") != "identity":
+        return None
+    temps = np.linspace(float(summary[axis].min()), float(summary[axis].max()), 200)
+    other = float(summary["gamma" if axis == "beta" else "beta"][0])
+    beta, gamma = (temps, other) if axis == "beta" else (other, temps)
+    model = "usa" if summary.attrs.get("normalisation") == "usa" else "sa"
+    return theory.hitting_time(beta + gamma * np.log(n), n, float(summary.attrs["delta"]), model), temps
+
+
 def phase(n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     """One panel per d: the clustered-pair probability over (t, temperature), theory and t* on top."""
     axis = temperature({c: summary[c].values for c in ("beta", "gamma")})
@@ -81,11 +94,12 @@ def phase(n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig = Figure(figsize=(3.6 * len(ds), 3.4), layout="constrained")
     axes = fig.subplots(1, len(ds), squeeze=False)[0]
     t, temp = summary["t"].values, summary[axis].values
+    line = gamma_line(summary, n, axis)
     for ax, d in zip(axes, ds):
         mesh = ax.pcolormesh(t, temp, data.sel(d=d).transpose(axis, "t").values, shading="nearest",
                              cmap="magma", vmin=0, vmax=1)
-        theory = bnd["t_star_theory"].sel(d=d).values
-        ax.plot(theory, temp, "w-", lw=1.5, label=r"$\Gamma_{\infty,\delta}$")
+        if line is not None:
+            ax.plot(*line, "w-", lw=1.5, label=r"$\Gamma_{\infty,\delta}$")
         star = bnd["t_star"].sel(d=d).values
         err = np.vstack([np.nan_to_num(star - bnd["t_star_low"].sel(d=d).values),
                          np.nan_to_num(bnd["t_star_high"].sel(d=d).values - star)])
@@ -136,8 +150,9 @@ def boundary(bnd: xr.Dataset) -> Figure:
             err = np.vstack([np.nan_to_num(star - b["t_star_low"].values), np.nan_to_num(b["t_star_high"].values - star)])
             ax.errorbar(star, temp, xerr=err, fmt="o-", ms=3, color=color, capsize=1.5,
                         label=f"n = {int(n)}, d = {int(d)}")
-        ax.plot(_pick(bnd.sel(n=n), axis)["t_star_theory"].isel(d=0).values, temp, "k-", lw=1.2,
-                label=rf"$\Gamma_{{\infty,\delta}}$, n = {int(n)}")
+        line = gamma_line(bnd, int(n), axis)
+        if line is not None:
+            ax.plot(*line, "k-", lw=1.2, label=rf"$\Gamma_{{\infty,\delta}}$, n = {int(n)}")
     ax.set(xlabel=r"$t^*$", ylabel=rf"$\{axis}$")
     ax.legend(fontsize=7)
     return fig

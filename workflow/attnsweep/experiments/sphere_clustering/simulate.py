@@ -25,7 +25,9 @@ from attnsweep.registry import JobSpec
 
 NAME = "sphere_clustering"
 DIMS = ("n", "d", "seed", "rho", "beta", "gamma", "t")
-SYSTEM_DIMS = DIMS[2:6]  # one system per (seed, rho, beta, gamma)
+# On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each
+# step (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes block_mib.
+CPU_CHUNK_MIB = 8
 
 VARIABLES: dict[str, dict[str, str]] = {
     "clustered": {"long_name": "fraction of pairs i != j with <x_i, x_j> >= 1 - delta (Fig. 3)", "units": "1"},
@@ -72,10 +74,11 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
     snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
     size = torch.finfo(dtype).bits // 8
+    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, CPU_CHUNK_MIB) << 20
     points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
     for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
         n, d = int(n), int(d)
-        chunk = max(1, (job.block_mib << 20) // system_bytes(n, d, size, opts["integrator"]))
+        chunk = max(1, budget // system_bytes(n, d, size, opts["integrator"]))
         for lo in range(0, len(systems), chunk):
             index = np.array(systems[lo:lo + chunk])
             values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
@@ -99,7 +102,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     result["seed"].attrs.update(long_name="random seed: one realisation")
     result["t"].attrs.update(long_name="time, multiples of dt", units="1")
     result.attrs.update(normalisation=opts["normalisation"], integrator=opts["integrator"], dt=opts["dt"],
-                        matrices=ensembles.ENSEMBLES[opts["matrices"]], delta=opts["delta"],
+                        matrices=opts["matrices"], matrices_definition=ensembles.ENSEMBLES[opts["matrices"]],
+                        delta=opts["delta"],
                         cluster_delta=opts["cluster_delta"])
     return result
 
@@ -131,13 +135,15 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     record: dict[str, list] = {var: [] for var in [*opts["observables"], "snapshot"]}
     wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
     x = x0.to(device, dtype)
-    for k in range(int(max(steps.max(), snap_steps.max(initial=0))) + 1):
-        if k:
-            x = step(x)
+    last = int(max(steps.max(), snap_steps.max(initial=0)))
+    for k in range(last + 1):
+        gram = None
         if k in wanted:
             gram = observables.gram(x)
             for var in opts["observables"]:
                 record[var].append(recorders[var](gram))
         if k in snaps:
             record["snapshot"].append(x[..., :2])
+        if k < last:
+            x = step(x, gram)
     return {var: torch.stack(vals, 1).double().cpu().numpy() for var, vals in record.items() if vals}

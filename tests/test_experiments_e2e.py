@@ -1,0 +1,119 @@
+"""Every experiment besides critical_scaling (which has the full suites of test_workflow,
+test_resilience and test_extend) through real Snakemake runs of its tiny config
+(tests/slurm_configs/<experiment>.yaml; test_slurm runs the same configs on SLURM):
+
+- a whole run to figures: every figure the experiment declares, a boundary table with rows;
+- kill -9 of the whole process tree at a seeded random moment of simulate, then resume: run
+  stores and aggregates bit for bit those of the uninterrupted run;
+- grow a batched axis and add a value of a fanned-out one: only the new blocks run, no old
+  store is rewritten, and the grown sweep equals a from-scratch run of the grown config.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_resilience import assert_same_store, final_stores, kill_tree, prepare, run_ok, start, wait_for
+
+from attnsweep import registry
+from attnsweep.config import load_sweep
+
+CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
+EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
+AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
+
+pytestmark = pytest.mark.slow
+
+
+def tiny(experiment: str) -> dict:
+    return yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())
+
+
+def data_target(experiment: str) -> str:
+    return f"results/{experiment}/boundary.csv"
+
+
+def planned_simulate_jobs(workdir: Path, experiment: str) -> int:
+    text = run_ok(workdir, data_target(experiment), "--dry-run", name="planned")
+    match = re.search(r"^simulate\s+(\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def assert_same_results(workdir: Path, ref: Path, experiment: str) -> None:
+    runs, want = workdir / "results" / experiment / "runs", ref / "results" / experiment / "runs"
+    assert sorted(final_stores(runs)) == sorted(final_stores(want))
+    for rel, path in final_stores(runs).items():
+        assert_same_store(path, want / rel)
+    for name in AGGREGATES:
+        assert_same_store(workdir / "results" / experiment / name, ref / "results" / experiment / name)
+    csv = data_target(experiment)
+    assert (workdir / csv).read_bytes() == (ref / csv).read_bytes()
+
+
+@pytest.fixture(scope="module", params=EXPERIMENTS)
+def reference(request, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One uninterrupted run of the tiny config, figures included."""
+    experiment = request.param
+    workdir = prepare(tmp_path_factory.mktemp(experiment), tiny(experiment))
+    run_ok(workdir, name="reference")
+    return experiment, workdir
+
+
+def test_whole_run_draws_every_figure(reference: tuple[str, Path]) -> None:
+    experiment, workdir = reference
+    plan = load_sweep(tiny(experiment)).plans[experiment]
+    out = workdir / "results" / experiment
+    for fig in plan.experiment.figures(plan.grid, plan.options):
+        for ext in ("png", "pdf"):
+            assert (out / "figures" / f"{fig.name}.{ext}").stat().st_size > 1000, fig.name
+    rows = (out / "boundary.csv").read_text().splitlines()
+    assert len(rows) > 1 and "nan" not in rows[0].lower()
+    assert len(final_stores(out / "runs")) == len(plan.jobs())
+
+
+def test_kill_9_during_simulate_then_resume(reference: tuple[str, Path], tmp_path: Path) -> None:
+    experiment, ref = reference
+    workdir = prepare(tmp_path / "killed", tiny(experiment))
+    proc = start(workdir, data_target(experiment), name="killed")
+    marker = workdir / "results" / experiment / "runs"
+    wait_for(proc, lambda: any(marker.rglob(".*.running")), "a simulate job in flight", workdir)
+    time.sleep(random.Random(20261123).uniform(0.0, 0.5))
+    kill_tree(proc, workdir)
+    for rel, path in final_stores(workdir / "results").items():  # nothing half-written at a final path
+        assert_same_store(path, ref / "results" / rel)
+    run_ok(workdir, "--unlock", name="unlock")
+    run_ok(workdir, data_target(experiment), name="resumed")
+    assert_same_results(workdir, ref, experiment)
+
+
+def test_grown_grid_runs_only_the_new_blocks(reference: tuple[str, Path], tmp_path: Path) -> None:
+    experiment, ref = reference
+    config = tiny(experiment)
+    plan = load_sweep(config).plans[experiment]
+    batched = next(a for a in plan.experiment.axis_names if a not in plan.wildcards and len(plan.grid[a]) > 1)
+    fanned = next(a for a in plan.wildcards if a != "seed")
+    section = config["experiments"][experiment]
+    section[batched] = [*plan.grid[batched], 2 * max(plan.grid[batched]) + 1]
+    section[fanned] = [*plan.grid[fanned], max(plan.grid[fanned]) + 1]
+    points = len(plan.jobs())
+
+    work = tmp_path / "grown"  # the reference's directory as it stands, Snakemake's metadata included
+    shutil.copytree(ref, work, ignore=shutil.ignore_patterns("*.out", "logs", "locks"))
+    prepare(work, config)
+    old = {p: p.stat().st_mtime_ns for p in final_stores(work / "results" / experiment / "runs").values()}
+    # one new block (the new batched value) per old point, one whole block per new point
+    new_points = len(load_sweep(config).plans[experiment].blocks()) - points
+    assert planned_simulate_jobs(work, experiment) == points + new_points
+    run_ok(work, data_target(experiment), name="grown")
+    assert {p: p.stat().st_mtime_ns for p in old} == old, "an old store was rewritten"
+
+    fresh = prepare(tmp_path / "fresh", config)
+    run_ok(fresh, data_target(experiment), name="fresh")
+    for name in ("sweep.zarr", "summary.zarr"):
+        assert_same_store(work / "results" / experiment / name, fresh / "results" / experiment / name)
