@@ -35,6 +35,7 @@ SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm"
 START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slurm-local-stop.sh"
 CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
+RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
 DAEMONS = ("slurmctld", "slurmd", "munged")
 # Dataset attrs that describe where and how long a job ran, not what it computed.
@@ -155,10 +156,21 @@ def slurm_history(workdir: Path) -> list[dict[str, str]]:
 
 
 def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cancelled: list[str]) -> None:
-    """From outside, as an admin or a dying node would: scancel one running simulate task."""
+    """From outside, as an admin or a dying node would: scancel one running simulate task.
+
+    Not the first task of its array: with plugin 2.8.0 every task of an array runs under a
+    Snakemake step that targets the first task's job and checks its outputs at the end, so
+    cancelling the first task fails the whole array (Snakemake then retries each task; the
+    sweep still completes, but more than one job is retried)."""
     while proc.poll() is None:
-        for job in slurm_history(workdir):
-            if job["Comment"].startswith("rule_simulate") and job["JobState"] == "RUNNING":
+        jobs = slurm_history(workdir)
+        first = {}
+        for job in jobs:
+            if "ArrayTaskId" in job and job["ArrayTaskId"].isdigit():
+                first[job["ArrayJobId"]] = min(first.get(job["ArrayJobId"], 1 << 30), int(job["ArrayTaskId"]))
+        for job in jobs:
+            later = job.get("ArrayTaskId", "").isdigit() and int(job["ArrayTaskId"]) > first[job["ArrayJobId"]]
+            if job["Comment"].startswith("rule_simulate") and job["JobState"] == "RUNNING" and later:
                 subprocess.run(["scancel", job["id"]], check=True, timeout=30)
                 cancelled.append(job["id"])
                 return
@@ -167,19 +179,19 @@ def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cance
 
 @pytest.fixture(scope="module")
 def sweeps(cluster, tmp_path_factory) -> dict:
-    """Per experiment: a SLURM sweep to boundary.csv and a local one; for the first experiment
-    also a SLURM sweep of the simulate jobs in which one job is cancelled while it runs."""
+    """Per experiment: a SLURM sweep to boundary.csv and a local one; for RETRIED also a SLURM
+    sweep of the simulate jobs in which one job is cancelled while it runs."""
     root = tmp_path_factory.mktemp("sweeps")
     names = registry.names()
     procs = {}
     for name in names:
         target = f"results/{name}/boundary.csv"
         procs[("slurm", name)] = snakemake(root / "slurm" / name, name, target, slurm=True)
-    retried = root / "retried" / names[0]
-    procs[("retried", names[0])] = snakemake(retried, names[0], "--until", "simulate", slurm=True)
+    retried = root / "retried" / RETRIED
+    procs[("retried", RETRIED)] = snakemake(retried, RETRIED, "--until", "simulate", slurm=True)
     cancelled: list[str] = []
     watcher = threading.Thread(
-        target=cancel_one_running_simulate_job, args=(retried, procs[("retried", names[0])], cancelled)
+        target=cancel_one_running_simulate_job, args=(retried, procs[("retried", RETRIED)], cancelled)
     )
     watcher.start()
     for name in names:
@@ -247,7 +259,7 @@ def test_slurm_sweep_equals_local_run(sweeps: dict, experiment: str) -> None:
 
 
 def test_cancelled_job_is_retried(sweeps: dict) -> None:
-    experiment = registry.names()[0]
+    experiment = RETRIED
     workdir, local = sweeps["root"] / "retried" / experiment, sweeps["root"] / "local" / experiment
     cancelled = sweeps["cancelled"]
     assert len(cancelled) == 1, "no running simulate job was seen to cancel"
