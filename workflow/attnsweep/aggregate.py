@@ -71,6 +71,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         **provenance(step="collect"),
     )
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
+    workers = max(1, min(workers, len(runs) // stores_per_worker))
 
     def write(tmp: Path, pool: Executor | None) -> None:
         template.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, compute=False)
@@ -96,7 +97,6 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
             point = ", ".join(f"{dim} = {coords[dim][i]}" for dim, i in zip(grid, where))
             raise ValueError(f"{(~filled).sum()} grid points are in no run store, e.g. {point}")
 
-    workers = max(1, min(workers, len(runs) // stores_per_worker))
     with _readers(workers) as pool:
         return write_with(lambda tmp: write(tmp, pool), out)
 
@@ -112,11 +112,11 @@ def _readers(workers: int) -> ProcessPoolExecutor | nullcontext:
 
 
 def _read(stores: list[Path], variables: list[str], pool: Executor | None,
-          batches: int) -> list[dict[str, np.ndarray]]:
-    """Every variable of every store, in order: in this process, or in ``batches`` over ``pool``."""
+          parts: int) -> list[dict[str, np.ndarray]]:
+    """Every variable of every store, in order: in this process, or in ``parts`` batches over ``pool``."""
     if pool is None or len(stores) < 2:
         return _read_batch(stores, variables)
-    batches = [list(b) for b in np.array_split(np.array(stores, dtype=object), batches) if len(b)]
+    batches = [list(b) for b in np.array_split(np.array(stores, dtype=object), parts) if len(b)]
     return [values for batch in pool.map(_read_batch, batches, [variables] * len(batches)) for values in batch]
 
 

@@ -133,8 +133,8 @@ class Plan:
         have = {**stored.grid, SEED: stored.seeds}
         if any(have[axis] != [value] for axis, value in point.items()):
             return set()
-        return set(itertools.product(*([v for v in have[axis] if v in set(values)]
-                                       for axis, values in want.items())))
+        wanted = {axis: set(values) for axis, values in want.items()}
+        return set(itertools.product(*([v for v in have[axis] if v in wanted[axis]] for axis in want)))
 
     def blocks(self) -> dict[str, JobSpec]:
         """One job per fanned-out point over all batched values, keyed by the point's folder."""

@@ -36,6 +36,12 @@ def beta_eff(beta: Any, gamma: Any, n: Any) -> Any:
     return beta + gamma * np.log(n)
 
 
+def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
+    """Working memory of one system during a step: scores and weights, tokens and stages, matrices."""
+    stages = 4 if integrator == "rk4" else 1
+    return size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
+
+
 @register
 class SphereClustering(Experiment):
     name = "sphere_clustering"
@@ -96,14 +102,11 @@ class SphereClustering(Experiment):
         systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
         times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
         points = len(grid["n"]) * len(grid["d"])
-        worst = 0
-        for n in map(int, grid["n"]):
-            for d in map(int, grid["d"]):
-                stages = 4 if opts["integrator"] == "rk4" else 1
-                one = size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
-                worst = max(worst, max(one, job.block_mib << 20) + systems * times * len(opts['observables']) * 8)
+        records = systems * times * len(opts["observables"]) * 8
+        chunk = max(max(system_bytes(int(n), int(d), size, opts["integrator"]), job.block_mib << 20)
+                    for n in grid["n"] for d in grid["d"])
         snapshots = points * systems * len(opts["snapshot_times"]) * max(grid["n"]) * 2 * 8
-        return worst + points * systems * times * len(opts['observables']) * 8 + 2 * snapshots + (300 << 20)
+        return chunk + records + points * records + 2 * snapshots + (300 << 20)
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from attnsweep import rng
 from attnsweep.dynamics import ensembles, observables, sphere
 from attnsweep.dynamics.times import output_steps
+from attnsweep.experiments.sphere_clustering import system_bytes
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
 
@@ -54,12 +55,6 @@ def matrices(opts: dict[str, Any], d: int, seed: int) -> tuple[torch.Tensor, tor
     if opts["matrices"] == "fixed":
         return ensembles.fixed(opts["q"], opts["k"], opts["v"])
     return ensembles.draw(opts["matrices"], d, rng.generator(NAME, {"d": d}, seed, "matrices"))
-
-
-def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
-    """Working memory of one system during a step: scores and weights, tokens and stages, matrices."""
-    stages = 4 if integrator == "rk4" else 1
-    return size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
 
 
 def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
