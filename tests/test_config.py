@@ -197,7 +197,10 @@ def test_default_config_validates():
 def test_experiments_lists_axes():
     result = cli("experiments")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("critical_scaling")
+    from attnsweep import registry
+
+    for name in registry.names():
+        assert f"{name}" in result.stdout, name
     for axis in ("n", "d", "rho", "gamma", "alpha"):
         assert f"axis {axis} " in result.stdout, axis
 

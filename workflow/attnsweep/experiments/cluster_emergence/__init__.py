@@ -1,0 +1,292 @@
+"""cluster_emergence: paper 004, *The emergence of clusters in self-attention dynamics*.
+
+n tokens in R^d follow x_i' = sum_j P_ij V x_j (Eq. 1.1), P_ij = softmax_j <Q x_i, K x_j>
+(Eq. 1.2), with no normalisation, from i.i.d. U[-a, a]^d tokens (Section 11.1: a = 5; the
+dynamics is not scale invariant, Remark 3.3, hence the ``scale`` axis). By default the rescaled
+tokens z = e^{-tV} x of Eq. 3.1 are integrated (true RK4, h = 0.1). Per (n, d, scale, seed)
+the job records, at every output time, the numerical rank of P(t), its Boolean defect
+b(t) = 1 - min_i max_j P_ij, the number of leaders, the number of clusters of z, and the mean
+and variance over tokens of the eigen-coordinates phi_j^*(z_i); optionally snapshots of z,
+phi^*(z) and P. Theory (``theory.py``): the limit sets of Theorems 2.1, 3.1, 4.2 and 5.2 and the
+hull monotonicity of Prop. 8.2, checked on the snapshots. Boundary: the time t* at which the
+seed-mean Boolean defect falls below 1/2, with a bootstrap interval over seeds. float64 is
+the dtype to run it in (scores grow like e^{2 lambda_1 t}; notes 004 s6).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.errors import ConfigError
+from attnsweep.grid import Axis
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
+
+LEVEL = 0.5  # the boundary: the seed-mean Boolean defect falls below 1/2
+BAND = (0.9, 0.1)  # the defect levels that show how long the transition to a Boolean P takes
+
+VALUES = {
+    "identity": "V = I (Theorem 3.1)",
+    "minus_identity": "V = -I (Theorem 8.5)",
+    "fixed": "V given in the config",
+    "symmetric": "V = (M + M^T)/2, M_ij ~ U[-1, 1] (random symmetric: Figs. 6, 7b)",
+    "gram": "V = G G^T / d, G_ij ~ U[-1, 1] (random V > 0: Figs. 4, 12)",
+    "spectrum": "V = S B S^-1, B block diagonal with the given spectrum, S_ij ~ U[-1, 1] (Figs. 7a, 13, 14)",
+}
+QUERY_KEYS = {
+    "identity": "Q = K = I",
+    "fixed": "Q, K given in the config",
+    "uniform": "Q^T K with i.i.d. U[-1, 1] entries (Figs. 16, 17)",
+    "uniform_factors": "Q, K with i.i.d. U[-1, 1] entries (Fig. 7b)",
+}
+SERIES = ("rank", "defect", "leaders", "clusters", "resolved")
+FIRST_SEED = ("coordinate_mean", "coordinate_var", "eigenvalue_real", "eigenvalue_imag", "eigenvector",
+              "dual_functional", "multiplicity", "phi1_score", "qk_definite", "snapshot", "coordinate_snapshot",
+              "attention_snapshot")
+
+
+@register
+class ClusterEmergence(Experiment):
+    name = "cluster_emergence"
+    title = "Un-normalised attention dynamics in R^d: Boolean P(t), leaders, clusters (Figures 3-8, 11, 12)"
+    paper = "004_bfcb28d29a577d0f.txt"
+    axes = (
+        Axis("n", "int", "number of tokens", low=2),
+        Axis("d", "int", "token dimension (tokens live in R^d; d = 1 in Theorem 2.1)", low=1),
+        Axis("scale", "float", "half-width a of the initial box: tokens i.i.d. U[-a, a]^d", low=0, low_open=True),
+    )
+    # One job per (n, d): the systems of a tensor batch share n and d; seeds and scales (which
+    # share their draws) are batched in it.
+    default_wildcards = ("n", "d")
+    version = 1
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        used = {"v": options["value"] == "fixed", "spectrum": options["value"] == "spectrum",
+                "q": options["query_key"] == "fixed", "k": options["query_key"] == "fixed"}
+        for key, needed in used.items():
+            case = "value" if key in ("v", "spectrum") else "query_key"
+            if needed and options.get(key) is None:
+                raise ConfigError(f"{prefix}.{key}", f"{case}: {options[case]} needs {key}")
+            if not needed and options.get(key) is not None:
+                raise ConfigError(f"{prefix}.{key}", f"{key} is only used with {case}: "
+                                  f"{'spectrum' if key == 'spectrum' else 'fixed'}")
+        if any(used.values()) and len(grid["d"]) != 1:
+            raise ConfigError(f"{prefix}.d", "a fixed V, spectrum, Q or K needs a single d (their size)")
+        d = int(grid["d"][0])
+        if used["v"] and (len(options["v"]) != d or any(len(row) != d for row in options["v"])):
+            raise ConfigError(f"{prefix}.v", f"V must be d x d = {d} x {d}")
+        if used["spectrum"]:
+            if any(isinstance(s, list) and s[1] == 0 for s in options["spectrum"]):
+                raise ConfigError(f"{prefix}.spectrum", "a pair [a, b] needs b != 0 (a real eigenvalue is a "
+                                  "number)")
+            count = sum(2 if isinstance(s, list) else 1 for s in options["spectrum"])
+            if count != d:
+                raise ConfigError(f"{prefix}.spectrum", f"gives {count} eigenvalues (a pair [a, b] counts "
+                                  f"for a +- ib), d = {d}")
+        if used["q"]:
+            for key in ("q", "k"):
+                if any(len(row) != d for row in options[key]):
+                    raise ConfigError(f"{prefix}.{key}", f"every row needs d = {d} entries")
+            if len(options["q"]) != len(options["k"]):
+                raise ConfigError(f"{prefix}.k", "Q and K need the same number of rows")
+        if options["dt"] > options["t_max"]:
+            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
+        if options["snapshot_times"]:
+            if len(grid["n"]) > 1:
+                raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
+                                  "of the stored snapshots); set snapshot_times: [] to sweep n")
+            if max(options["snapshot_times"]) > options["t_max"]:
+                raise ConfigError(f"{prefix}.snapshot_times", f"a time exceeds t_max = {options['t_max']}")
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """v, spectrum, q and k count only for the cases that use them."""
+        opts = dict(options)
+        if opts["value"] != "fixed":
+            opts["v"] = None
+        if opts["value"] != "spectrum":
+            opts["spectrum"] = None
+        if opts["query_key"] != "fixed":
+            opts.update(q=None, k=None)
+        return opts
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        from attnsweep.experiments.cluster_emergence import simulate  # torch: in jobs, not at planning
+
+        return simulate.simulate(job, self.axes, device, dtype, progress)
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
+        twice: records and result), 300 MiB of runtime."""
+        from attnsweep.dynamics.times import output_steps
+
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["scale"])
+        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
+        snaps = len(opts["snapshot_times"])
+        worst, stored = 0, 0
+        for n in map(int, grid["n"]):
+            for d in map(int, grid["d"]):
+                stages = 4 if opts["integrator"] == "rk4" else 1
+                one = size * (4 * n * n + (3 + 2 * stages) * n * d + 8 * d * d)
+                per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (3 + opts["modes"] + n) + 8 * opts["modes"]
+                worst = max(worst, max(one, job.block_mib << 20))
+                stored += systems * per_system * 8
+        return worst + 2 * stored + (300 << 20)
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        k = sweep.sizes["seed"]
+        out = xr.Dataset()
+        for var in SERIES:
+            out[var] = sweep[var].mean("seed")
+            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean (flagged runs left out)")
+            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
+            out[f"{var}_se"] = se
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        out["valid"] = sweep["defect"].notnull().sum("seed")
+        out["valid"].attrs.update(long_name="runs not flagged for scores above 1e300 (rd.LOGIT_LIMIT)", units="1")
+        for var in FIRST_SEED:
+            if var in sweep:
+                out[var] = sweep[var].isel(seed=0)  # one realisation shown (V and Q^T K vary by seed)
+                out[var].attrs.update(sweep[var].attrs, cell_methods="first seed")
+        out = out.compute()
+        out.update(self.theory(sweep))
+        out.attrs.update(sweep.attrs)
+        out.attrs["seeds"] = k
+        out.attrs["first_seed"] = int(sweep["seed"].values[0])
+        return out
+
+    @staticmethod
+    def theory(sweep: xr.Dataset) -> xr.Dataset:
+        """The limit-set checks of ``theory.py`` on the first and last snapshots, per (n, d, scale):
+        seed means of ``limit_fraction`` (Thms 3.1, 4.2, 5.2), ``vertex_fraction`` (Thm 3.1),
+        the seed maximum of ``hull_excess`` (Prop. 8.2, Eq. 9.3), the fraction of seeds meeting
+        the Q, K hypotheses, and the rank bound of Thm 2.1. NaN where a check does not apply."""
+        from attnsweep.experiments.cluster_emergence import theory
+
+        dims = ("n", "d", "scale", "seed")
+        shape = tuple(sweep.sizes[dim] for dim in dims)
+        checks = {name: np.full(shape, np.nan) for name in
+                  ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound")}
+        multiplicity = sweep["multiplicity"].transpose(*dims).values
+        score = sweep["phi1_score"].transpose(*dims).values
+        definite = sweep["qk_definite"].transpose(*dims).values
+        d = np.broadcast_to(sweep["d"].values[None, :, None, None], shape)
+        k = np.nan_to_num(multiplicity).astype(int)
+        checks["hypotheses"] = np.where(k == 0, np.nan, np.where(k == 1, score > 0, definite > 0))
+        checks["rank_bound"] = np.where((d == 1) & (k == 1) & (definite > 0), theory.RANK_BOUND_D1, np.nan)
+        if "coordinate_snapshot" in sweep and sweep.sizes["snapshot_t"] > 1:
+            snaps = sweep["coordinate_snapshot"].transpose(*dims, "snapshot_t", "token", "mode").values
+            radius = float(sweep.attrs["cluster_radius"])
+            for at in np.ndindex(shape):
+                first, last = snaps[at][0], snaps[at][-1]
+                if not 1 <= k[at] <= first.shape[-1] or not np.isfinite(last[:, :k[at]]).all():
+                    continue
+                start, end = first[:, :k[at]], last[:, :k[at]]
+                size = np.linalg.norm(start[:, None] - start[None], axis=-1).max()  # diameter
+                checks["limit_fraction"][at] = theory.limit_fraction(end, radius * size)
+                checks["hull_excess"][at] = theory.hull_excess(end, start) / size
+                if k[at] == d[at]:
+                    checks["vertex_fraction"][at] = theory.vertex_fraction(end, radius * size)
+        out = xr.Dataset(coords={dim: sweep[dim].values for dim in dims[:-1]})
+        for name, values in checks.items():
+            data = xr.DataArray(values, dims=dims)
+            out[name] = data.max("seed") if name == "hull_excess" else data.mean("seed")
+        out["rank_bound"] = xr.DataArray(checks["rank_bound"], dims=dims).min("seed", skipna=False)
+        long_names = {
+            "limit_fraction": "seed mean fraction of tokens whose F-coordinates end within cluster_radius diam of "
+                              "the boundary of their hull or 0 (Thms 3.1, 4.2, 5.2 predict 1)",
+            "vertex_fraction": "seed mean fraction of tokens ending within cluster_radius diam of a vertex of "
+                               "conv z (V = lambda I: Thm 3.1, generic limit, predicts 1)",
+            "hull_excess": "seed max distance of the last F-coordinates outside the hull of the first, in units "
+                           "of their diameter (Prop. 8.2, Eq. 9.3 predict <= 0)",
+            "hypotheses": "fraction of seeds with <Q phi_1, K phi_1> > 0 (k = 1) or Q^T K > 0 (k > 1)",
+            "rank_bound": "rank of the Boolean limit of P (Thm 2.1, d = 1, V > 0, QK > 0; almost every start)",
+        }
+        for name, long_name in long_names.items():
+            out[name].attrs.update(long_name=long_name, units="1")
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """t*(n, d, scale): the seed-mean Boolean defect falls below 1/2, with a bootstrap interval;
+        the 0.9 and 0.1 crossings; the seed means at t_max; the theory checks.
+
+        Each curve is preceded by b = 1 at t = 0^- (b < 1 always), so a run already Boolean at
+        t = 0 crosses at t* = 0; a flagged run keeps its last recorded defect. Crossings are
+        upward crossings of -b (``attnsweep.crossing``)."""
+        dims = ("n", "d", "scale")
+        t = sweep["t"].values
+        defect = _forward_fill(sweep["defect"].transpose(*dims, "seed", "t").values)
+        x = np.concatenate([t[:1], t])
+        curves = -np.concatenate([np.ones(defect.shape[:-1] + (1,)), defect], -1)
+        est, low, high = bootstrap_crossing(x, curves, -LEVEL)
+        out = xr.Dataset(coords={c: sweep[c].values for c in dims})
+        out["t_star"] = (dims, est)
+        out["t_star_low"] = (dims, low)
+        out["t_star_high"] = (dims, high)
+        for level in BAND:
+            out[f"t_{int(level * 100)}"] = (dims, first_crossing(x, curves.mean(-2), -level))
+        lost = summary["resolved"].transpose(*dims, "t").values < 1
+        out["t_unresolved"] = (dims, np.where(lost.any(-1), t[lost.argmax(-1)], np.nan))
+        final = summary.isel(t=-1)
+        for var in SERIES:
+            out[f"{var}_final"] = final[var].transpose(*dims)
+        for var in ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound"):
+            out[var] = summary[var].transpose(*dims)
+        attrs = {
+            "t_star": "time where the seed-mean Boolean defect falls below 1/2",
+            "t_star_low": "2.5% bootstrap-over-seeds quantile of t_star",
+            "t_star_high": "97.5% bootstrap-over-seeds quantile of t_star",
+            "t_90": "time where the seed-mean Boolean defect falls below 0.9",
+            "t_10": "time where the seed-mean Boolean defect falls below 0.1",
+            "t_unresolved": "first output time at which the scores of some realisation no longer fix P "
+                            "(rounding, attention.resolved); later numbers are not to be trusted",
+            **{f"{var}_final": f"seed mean of {var} at t_max" for var in SERIES},
+        }
+        for var, long_name in attrs.items():
+            out[var].attrs.update(long_name=long_name, units="1")
+        out.attrs.update(summary.attrs, level=LEVEL)
+        table = out.to_dataframe().reset_index().rename(columns={"t_star_low": "ci_low", "t_star_high": "ci_high"})
+        columns = ["n", "d", "scale", "t_star", "ci_low", "ci_high", "t_90", "t_10", "t_unresolved",
+                   *(f"{v}_final" for v in SERIES),
+                   "limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound"]
+        return table[columns], out
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        from attnsweep.experiments.cluster_emergence import figures  # matplotlib: not in simulate jobs
+
+        specs = [FigureSpec("rank", figures.caption_rank(grid, options)),
+                 FigureSpec("coordinates", figures.caption_coordinates(grid, options)),
+                 FigureSpec("boundary", figures.caption_boundary(grid, options))]
+        if options["snapshot_times"]:
+            specs += [FigureSpec("attention", figures.caption_attention(grid, options)),
+                      FigureSpec("snapshots", figures.caption_snapshots(grid, options))]
+        return specs
+
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        from attnsweep.experiments.cluster_emergence import figures
+
+        drawers = {"rank": lambda: figures.rank(summary, boundary), "coordinates": lambda: figures.coordinates(summary),
+                   "boundary": lambda: figures.boundary(boundary), "attention": lambda: figures.attention(summary),
+                   "snapshots": lambda: figures.snapshots(summary)}
+        if name not in drawers:
+            raise KeyError(f"{self.name} draws no figure {name!r}")
+        return drawers[name]()
+
+
+def _forward_fill(a: np.ndarray) -> np.ndarray:
+    """NaN entries along the last axis replaced by the last finite value before them."""
+    index = np.where(np.isnan(a), 0, np.arange(a.shape[-1]))
+    return np.take_along_axis(a, np.maximum.accumulate(index, axis=-1), -1)

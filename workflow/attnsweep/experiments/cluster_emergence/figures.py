@@ -1,0 +1,256 @@
+"""Figures 3, 5-8, 11, 12 and 7b/15 of paper 004 (rank of P(t), P(t) itself, token snapshots,
+eigen-coordinates) and the boundary view, drawn from the reduced datasets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, theory
+from attnsweep.grid import format_value
+
+EQUATIONS = {"rescaled": "z = e^{-tV} x of Eq. 3.1", "original": "x of Eq. 1.1"}
+MAX_LINES = 6
+
+
+def _values(grid: dict[str, list[float]], axis: str) -> str:
+    return ", ".join(format_value(v) for v in grid[axis])
+
+
+def _setting(options: dict[str, Any]) -> str:
+    return (f"{VALUES[options['value']]}; {QUERY_KEYS[options['query_key']]}; {EQUATIONS[options['equation']]} "
+            f"integrated by {options['integrator']} with h = {format_value(options['dt'])}; tokens i.i.d. "
+            "U[-a, a]^d")
+
+
+def _first(grid: dict[str, list[float]], axis: str) -> str:
+    return format_value(grid[axis][0])
+
+
+def caption_rank(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    return (
+        "Figures 3, 11 and 12 of paper 004 as curves: top, the seed mean of the numerical rank of P(t) (singular "
+        f"values above {format_value(options['rank_tol'])} sigma_max; solid, shaded one standard error) and of the "
+        "number of leaders |{argmax_j P_ij}| (dashed); bottom, the seed mean of the Boolean defect "
+        "b(t) = 1 - min_i max_j P_ij with the level 1/2 (dotted) and the measured t* (vertical line). One "
+        f"panel column per d in {{{_values(grid, 'd')}}}, one colour per (n, a) with n in {{{_values(grid, 'n')}}} "
+        f"and a in {{{_values(grid, 'scale')}}} (at most {MAX_LINES}). Black dotted: rank 2 of the Boolean limit "
+        f"(Theorem 2.1, d = 1 with V > 0, QK > 0). Grey background, if any: from the first time the scores of some "
+        f"realisation no longer fix P against their rounding error (numbers there are not to be trusted). "
+        f"{_setting(options)}."
+    )
+
+
+def caption_coordinates(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    return (
+        "Figures 7b and 15 of paper 004: eigen-coordinates phi_j^*(z_i(t)) (dual basis of V) of one realisation "
+        f"(first seed) at n = {_first(grid, 'n')}, a = {_first(grid, 'scale')}, for the {options['modes']} modes "
+        "of V of largest real part (at most 6 drawn in the top row). Top, modes with Re(lambda_j) > 0: mean over "
+        "the tokens with phi_j^* > 0 (solid) and over those with phi_j^* < 0 (dashed), shaded +- one standard "
+        "deviation within each group; Theorem 4.2 predicts each group's spread to vanish and its mean to settle "
+        "(7b). Bottom: variance over all tokens on a log scale, solid for Re(lambda_j) > 0, dashed otherwise "
+        f"(15: these grow). One column per d in {{{_values(grid, 'd')}}}. {_setting(options)}."
+    )
+
+
+def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    return (
+        "Emergence time t* at which the seed-mean Boolean defect b(t) = 1 - min_i max_j P_ij(t) falls below 1/2 "
+        "(points, 95% bootstrap-over-realisations interval; band: b falls below 0.9 to below 0.1; t* = 0 where b "
+        f"starts below 1/2), against the swept axis, one line per remaining (n, d, a) with n in "
+        f"{{{_values(grid, 'n')}}}, d in {{{_values(grid, 'd')}}}, a in {{{_values(grid, 'scale')}}}. "
+        f"{_setting(options)}."
+    )
+
+
+def caption_attention(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    times = ", ".join(format_value(t) for t in options["snapshot_times"])
+    return (
+        f"Figures 3, 11 and 12 of paper 004: the attention matrix P(t) of one realisation (first seed) at t = {times} "
+        f"(columns), n = {_first(grid, 'n')}, a = {_first(grid, 'scale')}, one row per d in "
+        f"{{{_values(grid, 'd')}}}; rows and columns ordered by phi_1^*(z_i) at t = "
+        f"{format_value(options['snapshot_times'][0])} (the token value itself for d = 1 and V = 1), grey scale "
+        f"from 0 (white) to 1 (black); titles give the numerical rank. {_setting(options)}."
+    )
+
+
+def caption_snapshots(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    times = ", ".join(format_value(t) for t in options["snapshot_times"])
+    return (
+        f"Figures 5-8 of paper 004: the rescaled tokens z_i(t) of one realisation (first seed) at t = {times} "
+        f"(columns; each panel has its own scale), n = {_first(grid, 'n')}, a = {_first(grid, 'scale')}, one row "
+        f"per d in {{{_values(grid, 'd')}}}: d = 1 as z_i against the rank of z_i at the first time, d = 2 in the "
+        "plane, d >= 3 as the first three coordinates. Colour: the token's leader argmax_j P_ij at the last time. "
+        "Grey crosses (V = lambda I): vertices of the hull at the first time (Theorem 3.1). Black (d = 2, "
+        "good-triple spectrum): the arrow phi_1 and the dashed lines phi_1^*(x) in {min_i, 0, max_i} phi_1^*(z_i) "
+        f"(Theorem 4.2). {_setting(options)}."
+    )
+
+
+def _combos(summary: xr.Dataset) -> list[dict[str, float]]:
+    combos = [{"n": n, "scale": a} for n in summary["n"].values for a in summary["scale"].values]
+    return combos[:MAX_LINES]
+
+
+def rank(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+    """Rank and leaders (top) and Boolean defect (bottom) over t, one column per d."""
+    ds, t = summary["d"].values, summary["t"].values
+    fig = Figure(figsize=(3.6 * len(ds), 5.6), layout="constrained")
+    axes = fig.subplots(2, len(ds), squeeze=False, sharex=True)
+    for col, d in enumerate(ds):
+        top, bottom = axes[0, col], axes[1, col]
+        for k, at in enumerate(_combos(summary)):
+            sel = {"d": d, **at}
+            color, label = f"C{k}", f"n = {int(at['n'])}, a = {format_value(at['scale'])}"
+            for ax, var in ((top, "rank"), (bottom, "defect")):
+                m, s = summary[var].sel(sel).values, np.nan_to_num(summary[f"{var}_se"].sel(sel).values)
+                ax.plot(t, m, color=color, label=label if var == "rank" else None)
+                ax.fill_between(t, m - s, m + s, color=color, alpha=0.2, lw=0)
+            top.plot(t, summary["leaders"].sel(sel).values, "--", color=color)
+            star = float(boundary["t_star"].sel(sel))
+            if np.isfinite(star):
+                bottom.axvline(star, color=color, lw=0.8)
+        lost = boundary["t_unresolved"].sel(d=d).values
+        if np.isfinite(lost).any():
+            for ax in (top, bottom):
+                ax.axvspan(np.nanmin(lost), t[-1], color="0.85", lw=0)
+        bound = summary["rank_bound"].sel(d=d).values
+        if np.isfinite(bound).any():
+            top.axhline(np.nanmax(bound), color="k", ls=":", lw=1, label="Thm 2.1 limit")
+        bottom.axhline(0.5, color="0.4", ls=":", lw=1)
+        top.set(title=f"d = {int(d)}", ylabel="rank P(t) (solid), leaders (dashed)")
+        bottom.set(xlabel="t", ylabel=r"$b(t) = 1 - \min_i \max_j P_{ij}$", ylim=(-0.02, 1.02))
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def coordinates(summary: xr.Dataset) -> Figure:
+    """Eigen-coordinates of the first seed: sign-group means +- std for Re(lambda) > 0 (top),
+    variance over all tokens (bottom)."""
+    ds, t = summary["d"].values, summary["t"].values
+    fig = Figure(figsize=(3.8 * len(ds), 5.6), layout="constrained")
+    axes = fig.subplots(2, len(ds), squeeze=False, sharex=True)
+    for col, d in enumerate(ds):
+        sel = {"d": d, "n": summary["n"].values[0], "scale": summary["scale"].values[0]}
+        mean = summary["coordinate_mean"].sel(sel).transpose("t", "mode", "sign")
+        std = np.sqrt(summary["coordinate_var"].sel(sel).transpose("t", "mode", "sign"))
+        real = summary["eigenvalue_real"].sel(sel).values
+        imag = summary["eigenvalue_imag"].sel(sel).values
+        top, bottom = axes[0, col], axes[1, col]
+        for j in np.flatnonzero(np.isfinite(real)):
+            color = f"C{j % 10}"
+            value = f"{real[j]:.3g}" + (f"{imag[j]:+.3g}i" if imag[j] else "")
+            label = rf"$\lambda_{{{j + 1}}}$ = {value}" if j < MAX_LINES else None
+            if real[j] > 0 and j < MAX_LINES:
+                for sign, style in ((1, "-"), (-1, "--")):
+                    m, s = mean.sel(mode=j, sign=sign).values, std.sel(mode=j, sign=sign).values
+                    top.plot(t, m, style, color=color, label=label if sign > 0 else None)
+                    top.fill_between(t, m - s, m + s, color=color, alpha=0.2, lw=0)
+            var = std.sel(mode=j, sign=0).values ** 2
+            bottom.plot(t, np.where(var > 0, var, np.nan), "-" if real[j] > 0 else "--", color=color, label=label)
+        top.set(title=f"d = {int(d)}", ylabel=r"$\varphi_j^*(z_i)$, tokens with $\varphi_j^* > 0$ / $< 0$")
+        bottom.set(xlabel="t", ylabel=r"variance over all i of $\varphi_j^*(z_i)$", yscale="log")
+        bottom.legend(fontsize=7)
+    return fig
+
+
+def boundary(bnd: xr.Dataset) -> Figure:
+    """t* with its interval and the 0.9-0.1 band against the axis with most values."""
+    sizes = {axis: bnd.sizes[axis] for axis in ("n", "scale", "d")}
+    axis = max(sizes, key=lambda a: (sizes[a], -list(sizes).index(a)))
+    others = [a for a in sizes if a != axis]
+    fig = Figure(figsize=(5.4, 4.0), layout="constrained")
+    ax = fig.subplots()
+    x = bnd[axis].values
+    pairs = [(u, w) for u in bnd[others[0]].values for w in bnd[others[1]].values][:MAX_LINES]
+    for k, (u, w) in enumerate(pairs):
+        b = bnd.sel({others[0]: u, others[1]: w})
+        color = f"C{k}"
+        ax.fill_between(x, b["t_90"].values, b["t_10"].values, color=color, alpha=0.15, lw=0)
+        star = b["t_star"].values
+        err = np.vstack([np.nan_to_num(star - b["t_star_low"].values), np.nan_to_num(b["t_star_high"].values - star)])
+        ax.errorbar(x, star, yerr=err, fmt="o-", ms=3, color=color, capsize=1.5,
+                    label=f"{others[0]} = {format_value(u)}, {others[1]} = {format_value(w)}")
+    ax.set(xlabel={"n": "n", "scale": "a (initial box half-width)", "d": "d"}[axis], ylabel=r"$t^*$")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _snapshot_at(summary: xr.Dataset, d: float) -> xr.Dataset:
+    return summary.sel(d=d, n=summary["n"].values[0], scale=summary["scale"].values[0])
+
+
+def _order(view: xr.Dataset) -> np.ndarray:
+    """Tokens by phi_1^*(z_i) at the first snapshot time."""
+    return np.argsort(view["coordinate_snapshot"].isel(snapshot_t=0, mode=0).values, kind="stable")
+
+
+def attention(summary: xr.Dataset) -> Figure:
+    """P(t) of the first seed at the snapshot times (columns), one row per d."""
+    ds, times = summary["d"].values, summary["snapshot_t"].values
+    tol = float(summary.attrs["rank_tol"])
+    fig = Figure(figsize=(2.6 * len(times), 2.7 * len(ds)), layout="constrained")
+    axes = fig.subplots(len(ds), len(times), squeeze=False)
+    for row, d in zip(axes, ds):
+        view = _snapshot_at(summary, d)
+        order = _order(view)
+        for ax, t in zip(row, times):
+            p = view["attention_snapshot"].sel(snapshot_t=t).values[np.ix_(order, order)]
+            rank = np.linalg.matrix_rank(p, tol=tol * np.linalg.norm(p, 2)) if np.isfinite(p).all() else "NaN"
+            ax.imshow(p, cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
+            ax.set(xticks=[], yticks=[], title=f"d = {int(d)}, t = {format_value(t)}, rank {rank}")
+    return fig
+
+
+def _hyperplanes(ax: Any, view: xr.Dataset, t: float) -> None:
+    """d = 2, good-triple spectrum: phi_1 and the lines phi_1^*(x) = c, c in {min, 0, max}."""
+    phi = view["eigenvector"].isel(mode=0).values[:2]
+    dual = view["dual_functional"].isel(mode=0).values[:2]
+    c = view["coordinate_snapshot"].sel(snapshot_t=t).isel(mode=0).values
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    normal = dual / np.dot(dual, dual)
+    along = np.array([-dual[1], dual[0]]) * 4 * max(x1 - x0, y1 - y0) / np.linalg.norm(dual)
+    for level in (np.nanmin(c), 0.0, np.nanmax(c)):
+        base = level * normal
+        ax.plot(*np.stack([base - along, base + along]).T, color="k", lw=0.7, ls="--")
+    span = 0.25 * max(x1 - x0, y1 - y0)
+    ax.annotate("", xy=tuple(span * phi), xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": "k"})
+    ax.set(xlim=(x0, x1), ylim=(y0, y1))
+
+
+def snapshots(summary: xr.Dataset) -> Figure:
+    """Tokens of the first seed at the snapshot times (columns), one row per d."""
+    ds, times = summary["d"].values, summary["snapshot_t"].values
+    fig = Figure(figsize=(2.9 * len(times), 2.9 * len(ds)), layout="constrained")
+    grid = fig.add_gridspec(len(ds), len(times))
+    for r, d in enumerate(ds):
+        view = _snapshot_at(summary, d)
+        dim = min(int(d), 3)
+        leader = view["attention_snapshot"].isel(snapshot_t=-1).values.argmax(-1)
+        colors = np.unique(leader, return_inverse=True)[1] % 10
+        k = int(view["multiplicity"])
+        first = view["snapshot"].isel(snapshot_t=0).values[:, :dim]
+        vertices = first[theory.hull_vertices(first)] if k == int(d) and 1 < int(d) <= 3 else None
+        for col, t in enumerate(times):
+            z = view["snapshot"].sel(snapshot_t=t).values[:, :dim]
+            ax = fig.add_subplot(grid[r, col], projection="3d" if dim == 3 else None)
+            if dim == 1:
+                rank_at_start = np.argsort(np.argsort(first[:, 0], kind="stable"), kind="stable")
+                ax.scatter(z[:, 0], rank_at_start, c=colors, cmap="tab10", vmin=0, vmax=9, s=10)
+                ax.set(xlabel="z", ylabel="rank of z at the first time")
+            else:
+                shade = {"depthshade": False} if dim == 3 else {}
+                ax.scatter(*z.T, c=colors, cmap="tab10", vmin=0, vmax=9, s=10, **shade)
+                if vertices is not None:
+                    ax.scatter(*vertices.T, marker="x", color="0.5", s=25, lw=0.8)
+                if dim == 2:
+                    ax.set_aspect("equal", adjustable="datalim")
+                if dim == 2 and k == 1:
+                    _hyperplanes(ax, view, t)
+            ax.set_title(f"d = {int(d)}, t = {format_value(t)}", fontsize=9)
+            ax.tick_params(labelsize=6)
+    return fig
