@@ -17,7 +17,6 @@ usage: python benchmarks/bench_dynamics.py ours --d 32 --betas-num 8 --batch 512
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 

@@ -1,9 +1,13 @@
-"""The attention-dynamics engine shared by the clustering experiments (papers 001 and 004).
+"""The attention-dynamics engines of the clustering experiments (papers 001 and 004).
 
 - :mod:`.sphere`: SA and USA on the sphere with the tangent projection (001 Eqs. 2.3-2.6), and
   their integrators (Euler + renormalisation, projected Euler, RK4).
 - :mod:`.observables`: what is recorded at every output time (pair clustering, cluster
   counts, minimum cosine, interaction energy).
+- :mod:`.rd`: the un-normalised dynamics in R^d (004 Eq. 1.1) and its rescaling z = e^{-tV} x
+  (Eq. 3.1), with RK4 and Euler.
+- :mod:`.attention`: observables of P(t) and of a token cloud in R^d (rank, Boolean defect,
+  leaders, clusters, eigen-coordinates in the dual basis of V).
 - :mod:`.ensembles`: the (Q, K, V) of a run: identity, fixed, or the random ensembles of 001
   Figure 5, drawn per realisation.
 - :mod:`.times`: output times on the integrator's step grid (numpy only: planning uses it).

@@ -20,6 +20,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from attnsweep.dynamics import observables
+
 #: Numerical rank: singular values above ``RANK_TOL`` times the largest (notes 004 s6).
 RANK_TOL = 1e-6
 #: Eigenbases with a condition number above this (V defective or nearly so) give NaN coordinates.
@@ -48,7 +50,12 @@ def numerical_rank(p: Tensor, tol: float = RANK_TOL) -> Tensor:
 
 
 def boolean_defect(p: Tensor) -> Tensor:
-    """b(t) = 1 - min_i max_j P_ij: 0 exactly when every row is a unit vector (P Boolean)."""
+    """b(t) = 1 - min_i max_j P_ij: 0 exactly when every row is a unit vector (P Boolean).
+
+    Half the distance of P to the nearest row-stochastic Boolean matrix in the max-row-sum norm
+    ||A||_inf = max_i sum_j |A_ij|: row i is nearest to e_{argmax_j P_ij}, at l1 distance
+    2 (1 - max_j P_ij).
+    """
     finite = _finite(p)
     return _masked(1 - p.amax(-1).amin(-1), finite)
 
@@ -83,28 +90,11 @@ def _distances(z: Tensor) -> Tensor:
     return torch.cdist(z, z, compute_mode="donot_use_mm_for_euclid_dist")
 
 
-def components(adjacent: Tensor) -> Tensor:
-    """Connected components of symmetric Boolean adjacency matrices (B, n, n), as float64.
-
-    Min-label propagation (as :func:`attnsweep.dynamics.observables.cluster_count`): every node
-    takes the smallest label among itself and its neighbours until nothing changes.
-    """
-    n = adjacent.shape[-1]
-    adjacent = adjacent | torch.eye(n, dtype=torch.bool, device=adjacent.device)
-    index = torch.arange(n, device=adjacent.device)
-    labels = index.expand(adjacent.shape[:-1])
-    while True:
-        spread = torch.where(adjacent, labels[..., None, :], n).amin(-1)
-        if torch.equal(spread, labels):
-            return (labels == index).sum(-1).to(torch.float64)
-        labels = spread
-
-
 def cluster_count(z: Tensor, radius: Tensor) -> Tensor:
     """Connected components of the graph ||z_i - z_j|| <= radius (notes 004 s6), ``radius`` (B,)
     in the units of z (the experiment uses 1e-3 diam z(0))."""
     finite = _finite(z)
-    return _masked(components(_distances(z) <= radius[:, None, None]), finite)
+    return _masked(observables.components(_distances(z) <= radius[:, None, None]), finite)
 
 
 def support(z: Tensor, u: Tensor) -> Tensor:

@@ -25,22 +25,27 @@ def clustered_pairs(g: Tensor, delta: float) -> Tensor:
     return close.to(g.dtype) / (n * (n - 1))
 
 
-def cluster_count(g: Tensor, delta: float) -> Tensor:
-    """Connected components of the graph <x_i, x_j> >= 1 - delta (notes 001 s6), as float.
+def components(adjacent: Tensor) -> Tensor:
+    """Connected components of symmetric Boolean adjacency matrices (B, n, n), as int64 (B,).
 
-    Min-label propagation: every token takes the smallest label among its neighbours until
-    nothing changes (as many rounds as the longest shortest path, usually one or two); a
-    component's tokens end with the index of its first token.
+    Min-label propagation: every node takes the smallest label among itself and its
+    neighbours until nothing changes (as many rounds as the longest shortest path, usually one
+    or two); a component's nodes end with the index of its first node.
     """
-    n = g.shape[-1]
-    adjacent = (g >= 1 - delta) | torch.eye(n, dtype=torch.bool, device=g.device)
-    index = torch.arange(n, device=g.device)
-    labels = index.expand(g.shape[:-1])
+    n = adjacent.shape[-1]
+    adjacent = adjacent | torch.eye(n, dtype=torch.bool, device=adjacent.device)
+    index = torch.arange(n, device=adjacent.device)
+    labels = index.expand(adjacent.shape[:-1])
     while True:
         spread = torch.where(adjacent, labels[..., None, :], n).amin(-1)
         if torch.equal(spread, labels):
-            return (labels == index).sum(-1).to(g.dtype)
+            return (labels == index).sum(-1)
         labels = spread
+
+
+def cluster_count(g: Tensor, delta: float) -> Tensor:
+    """Connected components of the graph <x_i, x_j> >= 1 - delta (notes 001 s6), as float."""
+    return components(g >= 1 - delta).to(g.dtype)
 
 
 def boolean_rank(g: Tensor, threshold: float = 0.9999) -> Tensor:

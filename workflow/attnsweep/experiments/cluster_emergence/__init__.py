@@ -54,6 +54,13 @@ FIRST_SEED = ("coordinate_mean", "coordinate_var", "eigenvalue_real", "eigenvalu
               "attention_snapshot")
 
 
+def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
+    """Working memory of one system during a step (bytes, ``size`` per number): scores, P and
+    distances, tokens and integrator stages, matrices."""
+    stages = 4 if integrator == "rk4" else 1
+    return size * (4 * n * n + (3 + 2 * stages) * n * d + 8 * d * d)
+
+
 @register
 class ClusterEmergence(Experiment):
     name = "cluster_emergence"
@@ -136,8 +143,7 @@ class ClusterEmergence(Experiment):
         worst, stored = 0, 0
         for n in map(int, grid["n"]):
             for d in map(int, grid["d"]):
-                stages = 4 if opts["integrator"] == "rk4" else 1
-                one = size * (4 * n * n + (3 + 2 * stages) * n * d + 8 * d * d)
+                one = system_bytes(n, d, size, opts["integrator"])
                 per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (3 + opts["modes"] + n) + 8 * opts["modes"]
                 worst = max(worst, max(one, job.block_mib << 20))
                 stored += systems * per_system * 8

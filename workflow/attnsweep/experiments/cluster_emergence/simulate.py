@@ -28,7 +28,7 @@ from tqdm import tqdm
 from attnsweep import rng
 from attnsweep.dynamics import attention, rd
 from attnsweep.dynamics.times import output_steps
-from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, theory
+from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, system_bytes, theory
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
 
@@ -129,12 +129,6 @@ def query_key_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor | None:
         q = uniform((d, d), gen)
         return q.T @ uniform((d, d), gen)
     raise ValueError(f"unknown query_key case {case!r} ({', '.join(QUERY_KEYS)})")
-
-
-def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
-    """Working memory of one system during a step: scores, P and distances, tokens and stages, matrices."""
-    stages = 4 if integrator == "rk4" else 1
-    return size * (4 * n * n + (3 + 2 * stages) * n * d + 8 * d * d)
 
 
 def systems_per_chunk(n: int, d: int, size: int, integrator: str, block_mib: int) -> int:
