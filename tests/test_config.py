@@ -109,6 +109,7 @@ MALFORMED: dict[str, tuple[str, str]] = {
     "negative_seed": ("experiments: {critical_scaling: {seeds: [0, -1]}}", f"{CS}.seeds"),
     "zero_seeds": ("experiments: {critical_scaling: {seeds: 0}}", f"{CS}.seeds"),
     "unknown_dtype": ("dtype: float16\nexperiments: {critical_scaling: {}}", "dtype"),
+    "unknown_section_dtype": ("experiments: {critical_scaling: {dtype: half}}", f"{CS}.dtype"),
     "unknown_device": ("device: tpu\nexperiments: {critical_scaling: {}}", "device"),
     "wildcard_unknown_axis": ("experiments: {critical_scaling: {wildcards: [n, beta]}}", f"{CS}.wildcards"),
     "num_zero": ("experiments: {critical_scaling: {gamma: {start: 1, stop: 2, num: 0}}}", f"{CS}.gamma"),
@@ -257,6 +258,21 @@ def test_plan_cuts_grid_into_jobs():
     jobs = [path.rsplit("/", 1)[0] for path in fine.plans["critical_scaling"].jobs()]
     assert len(jobs) == 2 * 2 * 2
     assert "n~16/rho~0.5/seed~1" in jobs  # canonical axis order whatever the config's order
+
+
+def test_section_dtype_overrides_the_global_one():
+    """An experiment's own dtype reaches its jobs (and their store names); the others keep the
+    global one; cluster_emergence defaults to float64."""
+    from attnsweep.config import load_sweep
+
+    config = {"dtype": "float32", "experiments": {"critical_scaling": {"dtype": "float64"}, "cluster_emergence": {},
+                                                  "sphere_clustering": {}}}
+    plans = load_sweep(config).plans
+    dtypes = {name: {spec.dtype for spec in plan.jobs().values()} for name, plan in plans.items()}
+    assert dtypes == {"critical_scaling": {"float64"}, "cluster_emergence": {"float64"}, "sphere_clustering": {"float32"}}
+    assert "dtype" not in plans["critical_scaling"].options
+    as_global = load_sweep({"dtype": "float64", "experiments": {"critical_scaling": {}}}).plans["critical_scaling"]
+    assert set(as_global.jobs()) == set(plans["critical_scaling"].jobs())
 
 
 def test_sweep_job_mib_is_the_largest_job_estimate():

@@ -190,7 +190,8 @@ class Sweep:
 
 
 def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: int = 256) -> Plan:
-    """Expand and check one experiment section (already schema-validated)."""
+    """Expand and check one experiment section (already schema-validated); ``dtype`` is the
+    global one, which the section's own ``dtype`` overrides."""
     prefix = f"experiments.{name}"
     try:
         experiment = registry.get(name)
@@ -206,7 +207,8 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
     for axis in wildcards:
         if axis not in known:
             raise ConfigError(f"{prefix}.wildcards", f"unknown axis {axis!r} (axes: {', '.join(known)})")
-    axis_keys = {*experiment.axis_names, "seeds", "wildcards"}
+    dtype = section.get("dtype", dtype)
+    axis_keys = {*experiment.axis_names, "seeds", "wildcards", "dtype"}
     options = {k: v for k, v in section.items() if k not in axis_keys}
     experiment.check(options, grid, prefix)
     return Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
