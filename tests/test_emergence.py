@@ -7,13 +7,12 @@ of the initial hull (Theorem 3.1); the exact range identity of Eq. 9.3 with left
 from scipy; growing distances for V = I, Q^T K = I (Lemma 7.2); contraction to 0 and P -> 11^T/n
 for V = -I (Theorem 8.5, Remark 8.6); fourth-order convergence of RK4; observables against
 numpy and scipy brute force; hand-made point clouds for the theory module; job-cut and chunking
-invariance of a whole simulate job; and a real Snakemake run of the tiny config.
+invariance of a whole simulate job; and the numbers of a real Snakemake run of the tiny config.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +29,6 @@ from attnsweep.errors import ConfigError
 from attnsweep.experiments.cluster_emergence import theory
 
 F64 = torch.float64
-REPO = Path(__file__).resolve().parents[1]
-TINY = REPO / "tests" / "slurm_configs" / "cluster_emergence.yaml"
 
 
 def uniform(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -255,6 +252,15 @@ def test_attention_observables_against_brute_force() -> None:
     assert set(rank[::2].tolist()) <= {1.0, 2.0, 3.0} and len(set(rank.tolist())) > 2
 
 
+def test_defect_is_half_the_distance_to_the_nearest_boolean_pattern() -> None:
+    """Against every one of the n^n row-stochastic Boolean matrices, in the max-row-sum norm."""
+    n = 4
+    p = planted_attention(12, n, seed=22)
+    patterns = np.eye(n)[np.array(list(itertools.product(range(n), repeat=n)))]  # (n^n, n, n)
+    distance = np.abs(p[:, None] - patterns[None]).sum(-1).max(-1).min(-1)
+    np.testing.assert_allclose(2 * attention.boolean_defect(torch.tensor(p)).numpy(), distance, atol=1e-14)
+
+
 def test_token_observables_against_brute_force() -> None:
     gen = np.random.default_rng(21)
     z = gen.uniform(-5, 5, size=(16, 12, 3))
@@ -399,16 +405,10 @@ def test_eigen_and_standard_bases_give_the_same_run() -> None:
 
 
 @pytest.mark.slow
-def test_snakemake_runs_the_tiny_config(tmp_path: Path) -> None:
-    """The tiny config end to end: every figure, a boundary per (n, d, a) with the theory checks."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-           "--configfile", str(TINY), "--cores", "2"]
-    result = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = tmp_path / "results" / "cluster_emergence"
-    for name in ("rank", "coordinates", "boundary", "attention", "snapshots"):
-        for ext in ("png", "pdf"):
-            assert (out / "figures" / f"{name}.{ext}").stat().st_size > 1000, name
+def test_tiny_run_reaches_the_theorems_limits(tiny_run) -> None:
+    """The tiny config through Snakemake (the run test_experiments_e2e shares): a boundary per
+    (n, d, a) whose numbers meet Theorems 2.1 and 3.1 and Prop. 8.2."""
+    out = tiny_run("cluster_emergence") / "results" / "cluster_emergence"
     table = pd.read_csv(out / "boundary.csv")
     assert len(table) == 4 and set(table["d"]) == {1, 3} and set(table["scale"]) == {1.0, 5.0}
     assert table["t_star"].between(0, 10).all() and (table["ci_low"] <= table["t_star"]).all()

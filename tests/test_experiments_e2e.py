@@ -18,21 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import tiny
 from test_resilience import assert_same_store, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
 from attnsweep import registry
 from attnsweep.config import load_sweep
 
-CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
 EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 
 pytestmark = pytest.mark.slow
-
-
-def tiny(experiment: str) -> dict:
-    return yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())
 
 
 def data_target(experiment: str) -> str:
@@ -57,12 +52,9 @@ def assert_same_results(workdir: Path, ref: Path, experiment: str) -> None:
 
 
 @pytest.fixture(scope="module", params=EXPERIMENTS)
-def reference(request, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """One uninterrupted run of the tiny config, figures included."""
-    experiment = request.param
-    workdir = prepare(tmp_path_factory.mktemp(experiment), tiny(experiment))
-    run_ok(workdir, name="reference")
-    return experiment, workdir
+def reference(request, tiny_run) -> tuple[str, Path]:
+    """One uninterrupted run of the tiny config, figures included (shared, read-only)."""
+    return request.param, tiny_run(request.param)
 
 
 def test_whole_run_draws_every_figure(reference: tuple[str, Path]) -> None:
