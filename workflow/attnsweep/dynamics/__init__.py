@@ -1,7 +1,8 @@
-"""The attention-dynamics engines of the clustering experiments (papers 001 and 004).
+"""The attention-dynamics engines of the clustering experiments (papers 001, 003 and 004).
 
-- :mod:`.sphere`: SA and USA on the sphere with the tangent projection (001 Eqs. 2.3-2.6), and
-  their integrators (Euler + renormalisation, projected Euler, RK4).
+- :mod:`.sphere`: SA and USA on the sphere with the tangent projection (001 Eqs. 2.3-2.6), full
+  or under the causal mask of 003 (CSA) per system, and their integrators (Euler +
+  renormalisation, projected Euler, RK4).
 - :mod:`.observables`: what is recorded at every output time (pair clustering, cluster
   counts, minimum cosine, interaction energy).
 - :mod:`.rd`: the un-normalised dynamics in R^d (004 Eq. 1.1) and its rescaling z = e^{-tV} x

@@ -1,7 +1,9 @@
 """Self-attention dynamics on the sphere S^{d-1} (paper 001), batched over systems.
 
 Row convention: ``x`` is (B, n, d) with token x_i in row i, ``qk`` is (B, d, d) holding
-Q^T K, ``v`` is (B, d, d) holding V (None means the identity).
+Q^T K, ``v`` is (B, d, d) holding V (None means the identity). ``causal`` (B,) bool marks the
+systems under the causal mask of paper 003 (CSA, Section 2): token i attends to j <= i only,
+itself included; None means full attention for every system.
 """
 
 from __future__ import annotations
@@ -21,10 +23,23 @@ def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:
     return left @ x.transpose(-1, -2)
 
 
-def attention(x: Tensor, beta: Tensor, qk: Tensor | None, normalisation: str, gram: Tensor | None = None) -> Tensor:
-    """Weights A_ij: softmax over j for SA (Eq. 2.4, max-subtracted), e^{score}/n for USA.
-    ``gram``, the Gram matrix of ``x`` when already at hand, spares a product when Q^T K = I."""
+def masked(logits: Tensor, causal: Tensor | None) -> Tensor:
+    """Scores with j > i set to -inf in the systems marked ``causal`` (003 CSA: the mask keeps
+    the diagonal), so that the softmax normalises over j <= i and e^{score} vanishes beyond."""
+    if causal is None:
+        return logits
+    n = logits.shape[-1]
+    future = torch.ones(n, n, dtype=torch.bool, device=logits.device).triu(1)
+    return logits.masked_fill(causal[:, None, None] & future, -math.inf)
+
+
+def attention(x: Tensor, beta: Tensor, qk: Tensor | None, normalisation: str, gram: Tensor | None = None,
+              causal: Tensor | None = None) -> Tensor:
+    """Weights A_ij: softmax over j for SA (Eq. 2.4, max-subtracted), e^{score}/n for USA; zero
+    for j > i in ``causal`` systems. ``gram``, the Gram matrix of ``x`` when already at hand,
+    spares a product when Q^T K = I."""
     logits = beta[:, None, None] * gram if gram is not None and qk is None else scores(x, beta, qk)
+    logits = masked(logits, causal)
     if normalisation == "sa":
         return torch.softmax(logits, dim=-1)
     if normalisation == "usa":
@@ -38,10 +53,11 @@ def tangent(x: Tensor, w: Tensor) -> Tensor:
 
 
 def field(x: Tensor, beta: Tensor, qk: Tensor | None, v: Tensor | None, normalisation: str,
-          project: bool = True, gram: Tensor | None = None) -> Tensor:
-    """Velocity of Eq. 2.5: P^perp_{x_i}(sum_j A_ij V x_j); without the projection if not ``project``."""
+          project: bool = True, gram: Tensor | None = None, causal: Tensor | None = None) -> Tensor:
+    """Velocity of Eq. 2.5 (003 CSA where ``causal``): P^perp_{x_i}(sum_j A_ij V x_j); without
+    the projection if not ``project``."""
     values = x if v is None else x @ v.transpose(-1, -2)
-    w = attention(x, beta, qk, normalisation, gram) @ values
+    w = attention(x, beta, qk, normalisation, gram, causal) @ values
     return tangent(x, w) if project else w
 
 
@@ -73,7 +89,7 @@ INTEGRATORS = {
 
 
 def stepper(integrator: str, beta: Tensor, qk: Tensor | None, v: Tensor | None,
-            normalisation: str, dt: float) -> Callable[..., Tensor]:
+            normalisation: str, dt: float, causal: Tensor | None = None) -> Callable[..., Tensor]:
     """One step ``(x, gram=None) -> x(t + dt)`` of ``integrator`` for the systems of a batch;
     ``gram``, the Gram matrix of ``x`` if already computed (for recording), is reused."""
     try:
@@ -82,6 +98,6 @@ def stepper(integrator: str, beta: Tensor, qk: Tensor | None, v: Tensor | None,
         raise ValueError(f"unknown integrator {integrator!r} ({', '.join(INTEGRATORS)})") from None
 
     def f(x: Tensor, gram: Tensor | None = None) -> Tensor:
-        return field(x, beta, qk, v, normalisation, project, gram)
+        return field(x, beta, qk, v, normalisation, project, gram, causal)
 
     return lambda x, gram=None: step(x, f, dt, gram)
