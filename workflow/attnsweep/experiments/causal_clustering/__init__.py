@@ -1,0 +1,284 @@
+"""causal_clustering: paper 003, *Clustering in causal attention masking*.
+
+n tokens on S^{d-1} follow the attention dynamics of 001 (SA, Q = K = I) under the causal mask
+(CSA, Section 2: token k attends to j <= k, itself included), side by side with full attention
+on the same tokens: the ``masks`` option gives the ``causal`` dimension (1: CSA, 0: SA). V is one
+of the Table 1 classes (``values``, the ``value`` dimension). Per (n, d, beta, seed, value, mask)
+the job records, at every output time, the fraction of tokens captured by the Renyi and by the
+strong Renyi centres of x(0) (Section 5.1; "captured" is defined below), the number of clusters,
+and how far token 1 and the strong centres have moved. Theory (``theory.py``): Lemma 3.1 (the
+first token), the two-token ODE, Lemma C.1 (strong-centre count), Renyi's constant, and the
+beta^{(d-1)/2} scaling of the number of meta-stable clusters.
+
+Captured (the paper leaves it open, notes 003 s6): a token is captured by a kind of centre at
+time t when its geodesic distance to the current position of the nearest such centre is at most
+r = capture beta^{-1/2} (default capture = 1, the interaction length ~ tau*_beta, and 2 = delta/2
+for the default separation c = 4, which cannot count a token twice while centres stay delta
+apart). A centre captures itself.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from attnsweep.crossing import bootstrap_crossing
+from attnsweep.errors import ConfigError
+from attnsweep.grid import Axis
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
+
+#: V of the five classes of Table 1 (Fig. 1 a-e; the paper gives only the spectra, notes 003 s6).
+VALUES = {
+    "identity": "V = I (Table 1a, Theorem 4.1: every token goes to x_1(0))",
+    "top_multiple": "V = diag(1, 1, 1/2, ...): lambda_max > 0 of multiplicity 2 (Table 1b)",
+    "top_simple": "V = diag(1, 1/2, 1/4, ...): lambda_max > 0 simple (Table 1c)",
+    "bottom_multiple": "V = -diag(1, 1, 2, ...): lambda_max < 0 of multiplicity 2 (Table 1d)",
+    "bottom_simple": "V = -diag(1, 2, 3, ...): lambda_max < 0 simple (Table 1e)",
+}
+QUANTILES = (0.1, 0.9)  # the band of Fig. 3
+SERIES = ("captured_renyi", "captured_strong", "clusters", "first_drift", "strong_drift")
+COUNTS = ("renyi_count", "strong_count")
+
+
+def value_matrix(name: str, d: int) -> np.ndarray:
+    """V (d, d) float64 of the Table 1 class ``name`` (see ``VALUES``); d = 3 gives the notes'
+    diag(1, 1, 1/2), diag(1, 1/2, 1/4), diag(-1, -1, -2), diag(-1, -2, -3)."""
+    tail = np.ones(max(d - 2, 0))
+    diagonals = {
+        "identity": np.ones(d),
+        "top_multiple": np.r_[1.0, 1.0, tail / 2],
+        "top_simple": np.r_[1.0, 0.5, tail / 4],
+        "bottom_multiple": -np.r_[1.0, 1.0, 2 * tail],
+        "bottom_simple": -np.r_[1.0, 2.0, 3 * tail],
+    }
+    if name not in diagonals:
+        raise ValueError(f"unknown value matrix {name!r} ({', '.join(VALUES)})")
+    return np.diag(diagonals[name][:d])
+
+
+def separation(beta: Any, c: float) -> Any:
+    """delta = c beta^{-1/2} (radians; Figs. 2, 3 use c = 4)."""
+    return c / np.sqrt(beta)
+
+
+def chunk_bytes(n: int, d: int, size: int, integrator: str, captures: int) -> int:
+    """Working memory of one system during a step or a record: scores and weights, Gram and
+    capture distances, tokens and integrator stages, V."""
+    stages = 4 if integrator == "rk4" else 1
+    return size * (4 * n * n + (4 + 2 * stages) * n * d + d * d + 2 * n * captures)
+
+
+@register
+class CausalClustering(Experiment):
+    name = "causal_clustering"
+    title = "Causal attention masking: Renyi centres, meta-stable clusters, causal vs full (Figures 1-3)"
+    paper = "003_a0a569e04c8b15c0.txt"
+    axes = (
+        Axis("n", "int", "number of tokens", low=2),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
+        Axis("beta", "float", "inverse temperature beta (CSA)", low=0, low_open=True),
+    )
+    # One job per (n, d): betas, seeds, value matrices and masks batched in it.
+    default_wildcards = ("n", "d")
+    version = 1
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        if options["dt"] > options["t_max"]:
+            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
+        if options["snapshot_times"]:
+            if len(grid["n"]) > 1:
+                raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
+                                  "of the stored snapshots); set snapshot_times: [] to sweep n")
+            if max(options["snapshot_times"]) > options["t_max"]:
+                raise ConfigError(f"{prefix}.snapshot_times", f"a time exceeds t_max = {options['t_max']}")
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        from attnsweep.experiments.causal_clustering import simulate  # torch: in jobs, not at planning
+
+        return simulate.simulate(job, self.axes, device, dtype, progress)
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
+        twice: records and result), 300 MiB of runtime."""
+        from attnsweep.dynamics.times import output_steps
+
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
+        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
+        tokens, captures = int(max(grid["n"])), len(opts["capture"])
+        per_system = times * (2 * captures + 3) + 2 + len(opts["snapshot_times"]) * tokens * 3 + 2 * tokens
+        chunk = max(max(chunk_bytes(int(n), int(d), size, opts["integrator"], captures), job.block_mib << 20)
+                    for n in grid["n"] for d in grid["d"])
+        points = len(grid["n"]) * len(grid["d"])
+        return chunk + 2 * points * systems * per_system * 8 + (300 << 20)
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        """Seed means and standard errors of every series and count; the 0.1 and 0.9 quantiles over
+        seeds of the captured fractions (Fig. 3); the first seed's snapshots; the centre-count theory."""
+        k = sweep.sizes["seed"]
+        out = xr.Dataset()
+        for var in (*SERIES, *COUNTS):
+            out[var] = sweep[var].mean("seed")
+            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
+            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
+            out[f"{var}_se"] = se
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        for var in ("captured_renyi", "captured_strong"):
+            for q in QUANTILES:
+                name = f"{var}_q{int(q * 100)}"
+                out[name] = sweep[var].chunk({"seed": -1}).quantile(q, "seed").drop_vars("quantile")
+                out[name].attrs.update(long_name=f"{q} quantile over seeds of {var}", units="1")
+        for var in ("snapshot", "renyi_centre", "strong_centre"):
+            if var in sweep:
+                out[var] = sweep[var].isel(seed=0, drop=True)
+                out[var].attrs.update(sweep[var].attrs, cell_methods="first seed")
+        out["value_spectrum"] = sweep["value_spectrum"]
+        out = out.compute()
+        out.update(self.theory(sweep, float(sweep.attrs["separation"])))
+        out.attrs.update(sweep.attrs)
+        out.attrs["seeds"] = k
+        return out
+
+    @staticmethod
+    def theory(sweep: xr.Dataset, c: float) -> xr.Dataset:
+        """Per (n, d, beta): the mean strong-centre count of i.i.d. uniform tokens (Lemma C.1, with
+        the d = 3 erratum) and, for d = 2, the saturated Renyi count c_R 2 pi / delta (C.4)."""
+        from attnsweep.experiments.causal_clustering import theory
+
+        n, d, beta = (sweep[c_].astype(float) for c_ in ("n", "d", "beta"))
+        n, d, beta = xr.broadcast(n, d, beta)
+        delta = separation(beta.values, c)
+        strong = np.vectorize(lambda n_, dl, d_: float(theory.expected_strong_count(int(n_), dl, int(d_))))(
+            n.values, delta, d.values)
+        renyi = np.where(d.values == 2, theory.renyi_saturated_count(delta), np.nan)
+        out = xr.Dataset({"strong_count_theory": (n.dims, strong), "renyi_count_saturated": (n.dims, renyi)},
+                         coords=n.coords)
+        out["strong_count_theory"].attrs.update(
+            long_name="(1 - (1 - p)^n)/p, p the cap measure of radius delta (Lemma C.1)", units="1")
+        out["renyi_count_saturated"].attrs.update(
+            long_name="c_R 2 pi / delta: Renyi centres of an infinite sequence on the circle (d = 2 only)", units="1")
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """Per (n, d, beta, value, mask): the median collapse time (half the runs down to one
+        cluster) with a bootstrap interval; the mean persistence of a meta-stable state; the mean
+        cluster count at t_max and its fitted beta exponent with a bootstrap interval, against
+        (d - 1)/2 (and the exponent at every output time, boundary.zarr only); the centre counts
+        against theory; the captured fractions at t_max."""
+        from attnsweep.experiments.causal_clustering import theory
+
+        dims = ("n", "d", "beta", "value", "causal")
+        t = sweep["t"].values
+        clusters = sweep["clusters"].transpose(*dims, "seed", "t").values
+        collapsed = np.where(np.isnan(clusters), np.nan, clusters <= 1).astype(float)
+        est, low, high = bootstrap_crossing(np.r_[t[0] - 1.0, t], np.concatenate(
+            [np.zeros(collapsed.shape[:-1] + (1,)), collapsed], -1), 0.5)
+        out = xr.Dataset(coords={c: sweep[c].values for c in dims})
+        out["t_collapse"] = (dims, est)
+        out["t_collapse_low"] = (dims, low)
+        out["t_collapse_high"] = (dims, high)
+        tokens = sweep["n"].values.reshape(-1, *([1] * (clusters.ndim - 1)))
+        out["persistence"] = (dims, _longest_plateau(t, clusters, tokens).mean(-1))
+        counts = clusters[..., -1]  # (n, d, beta, value, causal, seed): the meta-stable count at t_max
+        out["clusters_final"] = (dims, counts.mean(-1))
+        out["collapsed_final"] = (dims, (counts <= 1).mean(-1))
+        slope = np.full((*counts.shape[:2], *counts.shape[3:5], 3), np.nan)
+        beta = sweep["beta"].values
+        if len(beta) > 1:
+            for i, j, v, m in np.ndindex(*counts.shape[:2], *counts.shape[3:5]):
+                slope[i, j, v, m] = theory.scaling_exponent(beta, counts[i, j, :, v, m])
+        fit = ("n", "d", "value", "causal")
+        for k, name in enumerate(("exponent", "exponent_low", "exponent_high")):
+            out[name] = (fit, slope[..., k])
+        out["exponent_theory"] = (out["d"] - 1) / 2
+        out["exponent_t"] = ((*fit, "t"), _log_slope(beta, summary["clusters"].transpose("n", "d", "beta", "value",
+                                                                                        "causal", "t").values))
+        for var in (*COUNTS, "strong_count_theory", "renyi_count_saturated"):
+            out[var] = summary[var].isel(value=0, causal=0, drop=True) if var in COUNTS else summary[var]
+        for var in ("captured_renyi", "captured_strong"):
+            out[f"{var}_final"] = summary[var].isel(t=-1, capture=0, drop=True)
+        attrs = {
+            "t_collapse": "median time to a single cluster: half the runs have one cluster",
+            "t_collapse_low": "2.5% bootstrap-over-seeds quantile of t_collapse",
+            "t_collapse_high": "97.5% bootstrap-over-seeds quantile of t_collapse",
+            "persistence": "seed mean of the longest stretch of time with a constant cluster count in (1, n)",
+            "clusters_final": "seed mean of the number of clusters at t_max (the meta-stable clusters)",
+            "collapsed_final": "fraction of runs down to a single cluster at t_max",
+            "exponent": "least-squares slope of log clusters_final against log beta",
+            "exponent_low": "2.5% bootstrap-over-seeds quantile of exponent",
+            "exponent_high": "97.5% bootstrap-over-seeds quantile of exponent",
+            "exponent_theory": "(d - 1)/2: the predicted beta exponent of the meta-stable cluster count (Section 5)",
+            "exponent_t": "slope of log (seed-mean clusters) against log beta at each output time",
+            "captured_renyi_final": "seed mean of captured_renyi at t_max, first capture radius",
+            "captured_strong_final": "seed mean of captured_strong at t_max, first capture radius",
+        }
+        for var, long_name in attrs.items():
+            out[var].attrs.update(long_name=long_name, units="1")
+        out.attrs.update(summary.attrs)
+        columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "persistence", "clusters_final", "collapsed_final", "exponent",
+                   "exponent_low", "exponent_high", "exponent_theory", "renyi_count", "renyi_count_saturated",
+                   "strong_count", "strong_count_theory", "captured_renyi_final", "captured_strong_final"]
+        table = out[columns].drop_vars([c for c in out.coords if c not in dims]).to_dataframe()
+        table = table.reset_index().rename(columns={"t_collapse_low": "ci_low", "t_collapse_high": "ci_high"})
+        table.insert(len(dims), "V", np.asarray(sweep.attrs["value_names"].split(", "))[table["value"]])
+        return table[[*dims, "V", *table.columns.drop([*dims, "V"])]], out
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        from attnsweep.experiments.causal_clustering import figures  # matplotlib: not in simulate jobs
+
+        specs = [FigureSpec("captured", figures.caption_captured(grid, options)),
+                 FigureSpec("clusters", figures.caption_clusters(grid, options)),
+                 FigureSpec("boundary", figures.caption_boundary(grid, options))]
+        if len(grid["beta"]) > 1:
+            specs.append(FigureSpec("scaling", figures.caption_scaling(grid, options)))
+        if options["snapshot_times"]:
+            specs += [FigureSpec("final_positions", figures.caption_final_positions(grid, options)),
+                      FigureSpec("centres", figures.caption_centres(grid, options))]
+        return specs
+
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        from attnsweep.experiments.causal_clustering import figures
+
+        drawers = {"captured": lambda: figures.captured(summary), "clusters": lambda: figures.clusters(summary),
+                   "boundary": lambda: figures.boundary(boundary), "scaling": lambda: figures.scaling(boundary),
+                   "final_positions": lambda: figures.final_positions(summary),
+                   "centres": lambda: figures.centres(summary)}
+        if name not in drawers:
+            raise KeyError(f"{self.name} draws no figure {name!r}")
+        return drawers[name]()
+
+
+def _log_slope(beta: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Least-squares slope of log counts against log beta, counts (n, d, beta, ...): (n, d, ...);
+    NaN with fewer than two beta."""
+    if len(beta) < 2:
+        return np.full(counts.shape[:2] + counts.shape[3:], np.nan)
+    x = np.log(beta) - np.log(beta).mean()
+    y = np.log(np.moveaxis(counts, 2, -1))
+    return ((y - y.mean(-1, keepdims=True)) * x).sum(-1) / (x * x).sum()
+
+
+def _longest_plateau(t: np.ndarray, counts: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Longest time (on the output grid) over which ``counts`` (..., T) stays at one value
+    strictly between 1 and the token count ``n`` (broadcast against counts[..., 0]), from the
+    first output time at that value to the first at another; (...). NaN where counts are."""
+    same = (counts[..., 1:] == counts[..., :-1]) & (counts[..., :-1] > 1) & (counts[..., :-1] < n)
+    dt = np.diff(t)
+    best = np.zeros(counts.shape[:-1])
+    run = np.zeros(counts.shape[:-1])
+    for k in range(same.shape[-1]):
+        run = np.where(same[..., k], run + dt[k], 0.0)
+        best = np.maximum(best, run)
+    return np.where(np.isnan(counts).any(-1), np.nan, best)
