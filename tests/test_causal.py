@@ -104,7 +104,7 @@ def test_captured_against_brute_force() -> None:
     centre = torch.rand(5, 20, generator=gen) < 0.3
     centre[:, 0] = True
     radius = torch.tensor([[0.3, 1.0]] * 5, dtype=F64)
-    got = sim.captured(x, centre, radius).numpy()
+    got = sim.captured(x @ x.transpose(-1, -2), centre, radius).numpy()
     xs, cs = x.numpy(), centre.numpy()
     for b in range(5):
         dist = np.arccos(np.clip(xs[b] @ xs[b][cs[b]].T, -1, 1)).min(-1)

@@ -15,6 +15,9 @@ import torch
 from torch import Tensor
 
 Field = Callable[..., Tensor]
+#: On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each step
+#: (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes the job's block_mib.
+CPU_CHUNK_MIB = 8
 
 
 def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:

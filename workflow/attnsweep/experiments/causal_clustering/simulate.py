@@ -29,8 +29,6 @@ from attnsweep.registry import JobSpec
 NAME = "causal_clustering"
 DIMS = ("n", "d", "beta", "seed", "value", "causal")
 COORDS = 3  # token coordinates kept in the snapshots (Figs. 1, 2 live in d <= 3)
-# A CPU chunk stays small, as for sphere_clustering (temporaries page-faulted anew each step).
-CPU_CHUNK_MIB = 8
 
 VARIABLES: dict[str, dict[str, str]] = {
     "captured_renyi": {"long_name": "fraction of tokens within capture beta^{-1/2} (geodesic) of a Renyi centre's "
@@ -64,11 +62,11 @@ def geodesic(cosine: Tensor) -> Tensor:
     return torch.arccos(cosine.clamp(-1.0, 1.0))
 
 
-def captured(x: Tensor, centre: Tensor, radius: Tensor) -> Tensor:
+def captured(gram: Tensor, centre: Tensor, radius: Tensor) -> Tensor:
     """Fraction of tokens within geodesic ``radius`` (B, R) of the nearest token marked in
-    ``centre`` (B, n) bool, at the tokens' current positions x (B, n, d): (B, R)."""
-    cosine = torch.where(centre[:, None, :], x @ x.transpose(-1, -2), -2.0).amax(-1)  # (B, n)
-    return (geodesic(cosine)[..., None] <= radius[:, None, :]).to(x.dtype).mean(-2)
+    ``centre`` (B, n) bool, from the Gram matrix (B, n, n) of the tokens' current positions: (B, R)."""
+    cosine = torch.where(centre[:, None, :], gram, -2.0).amax(-1)  # (B, n): nearest centre
+    return (geodesic(cosine)[..., None] <= radius[:, None, :]).to(gram.dtype).mean(-2)
 
 
 def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
@@ -88,7 +86,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         layout.update(snapshot=("snapshot_t", "token", "coord"), renyi_centre=("token",), strong_centre=("token",))
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, CPU_CHUNK_MIB) << 20
+    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, sphere.CPU_CHUNK_MIB) << 20
     points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
     for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
         n, d = int(n), int(d)
@@ -158,8 +156,8 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
         if k in wanted:
             gram = observables.gram(x)
             moved = geodesic((x * start).sum(-1))  # (B, n)
-            record["captured_renyi"].append(captured(x, renyi, radius))
-            record["captured_strong"].append(captured(x, strong, radius))
+            record["captured_renyi"].append(captured(gram, renyi, radius))
+            record["captured_strong"].append(captured(gram, strong, radius))
             record["clusters"].append(observables.cluster_count(gram, opts["cluster_delta"]))
             record["first_drift"].append(moved[:, 0])
             record["strong_drift"].append(torch.where(strong, moved, 0.0).amax(-1))

@@ -26,9 +26,6 @@ from attnsweep.registry import JobSpec
 
 NAME = "sphere_clustering"
 DIMS = ("n", "d", "seed", "rho", "beta", "gamma", "t")
-# On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each
-# step (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes block_mib.
-CPU_CHUNK_MIB = 8
 
 VARIABLES: dict[str, dict[str, str]] = {
     "clustered": {"long_name": "fraction of pairs i != j with <x_i, x_j> >= 1 - delta (Fig. 3)", "units": "1"},
@@ -69,7 +66,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
     snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
     size = torch.finfo(dtype).bits // 8
-    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, CPU_CHUNK_MIB) << 20
+    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, sphere.CPU_CHUNK_MIB) << 20
     points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
     for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
         n, d = int(n), int(d)
