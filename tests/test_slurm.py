@@ -8,7 +8,8 @@ are what a cluster without accounting needs (`--slurm-status-command squeue`), a
 poll and kept SLURM logs. The partition is the cluster's default (`debug`), as the profile's empty
 `slurm_partition` asks: a `--default-resources` on the command line would replace the profile's
 whole list (mem_mb and runtime with it). To keep the module short, the SLURM sweeps of every
-experiment, the sweep with a cancelled job and the local reference runs all run at once.
+experiment and the sweep with a cancelled job run at once; the local reference of each is the
+tiny run the other suites share (conftest.tiny_run).
 Each experiment's tiny config is tests/slurm_configs/<experiment>.yaml.
 """
 
@@ -178,9 +179,10 @@ def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cance
 
 
 @pytest.fixture(scope="module")
-def sweeps(cluster, tmp_path_factory) -> dict:
-    """Per experiment: a SLURM sweep to boundary.csv and a local one; for RETRIED also a SLURM
-    sweep of the simulate jobs in which one job is cancelled while it runs."""
+def sweeps(cluster, tmp_path_factory, tiny_run) -> dict:
+    """Per experiment: a SLURM sweep to boundary.csv, and the local run of the same config that
+    the other suites share (``tiny_run``, made here while SLURM works if no suite made it yet);
+    for RETRIED also a SLURM sweep of the simulate jobs in which one job is cancelled while it runs."""
     root = tmp_path_factory.mktemp("sweeps")
     names = registry.names()
     procs = {}
@@ -194,11 +196,9 @@ def sweeps(cluster, tmp_path_factory) -> dict:
         target=cancel_one_running_simulate_job, args=(retried, procs[("retried", RETRIED)], cancelled)
     )
     watcher.start()
-    for name in names:
-        target = f"results/{name}/boundary.csv"
-        procs[("local", name)] = snakemake(root / "local" / name, name, target, slurm=False)
     deadline = time.monotonic() + 540
     try:
+        local = {name: tiny_run(name) for name in names}
         texts = {key: finish(proc, root / key[0] / key[1], deadline) for key, proc in procs.items()}
     finally:
         for proc in procs.values():
@@ -206,8 +206,8 @@ def sweeps(cluster, tmp_path_factory) -> dict:
                 proc.terminate()
                 proc.wait(timeout=60)
         watcher.join(timeout=30)
-    jobs = {key: slurm_history(root / key[0] / key[1]) for key in procs if key[0] != "local"}
-    return {"root": root, "text": texts, "jobs": jobs, "cancelled": cancelled}
+    jobs = {key: slurm_history(root / key[0] / key[1]) for key in procs}
+    return {"root": root, "local": local, "text": texts, "jobs": jobs, "cancelled": cancelled}
 
 
 def assert_same_store(a: Path, b: Path) -> None:
@@ -235,7 +235,7 @@ def test_every_experiment_has_a_tiny_config() -> None:
 
 @pytest.mark.parametrize("experiment", registry.names())
 def test_slurm_sweep_equals_local_run(sweeps: dict, experiment: str) -> None:
-    workdir, local = sweeps["root"] / "slurm" / experiment, sweeps["root"] / "local" / experiment
+    workdir, local = sweeps["root"] / "slurm" / experiment, sweeps["local"][experiment]
     jobs = sweeps["jobs"][("slurm", experiment)]
     n_runs = len(run_stores(local, experiment))
     assert n_runs > 1
@@ -260,7 +260,7 @@ def test_slurm_sweep_equals_local_run(sweeps: dict, experiment: str) -> None:
 
 def test_cancelled_job_is_retried(sweeps: dict) -> None:
     experiment = RETRIED
-    workdir, local = sweeps["root"] / "retried" / experiment, sweeps["root"] / "local" / experiment
+    workdir, local = sweeps["root"] / "retried" / experiment, sweeps["local"][experiment]
     cancelled = sweeps["cancelled"]
     assert len(cancelled) == 1, "no running simulate job was seen to cancel"
     # The sweep still finished (rc 0, checked in the fixture): `retries` resubmitted the job.
