@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from attnsweep.errors import ConfigError
 
 
 def output_steps(dt: float, t_max: float, outputs: int, spacing: str = "linear") -> np.ndarray:
@@ -20,3 +24,16 @@ def output_steps(dt: float, t_max: float, outputs: int, spacing: str = "linear")
     else:
         raise ValueError(f"unknown spacing {spacing!r} (linear, log)")
     return np.unique(np.rint(targets).astype(np.int64))
+
+
+def check_times(options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+    """Refuse a step ``dt`` beyond ``t_max``, and snapshots over several n (a snapshot's token
+    dimension is one n) or past ``t_max``, naming the key under ``prefix``."""
+    if options["dt"] > options["t_max"]:
+        raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
+    if options["snapshot_times"]:
+        if len(grid["n"]) > 1:
+            raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
+                              "of the stored snapshots); set snapshot_times: [] to sweep n")
+        if max(options["snapshot_times"]) > options["t_max"]:
+            raise ConfigError(f"{prefix}.snapshot_times", f"a time exceeds t_max = {options['t_max']}")

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing
-from attnsweep.errors import ConfigError
+from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
 
@@ -91,14 +91,7 @@ class CausalClustering(Experiment):
     version = 1
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
-        if options["dt"] > options["t_max"]:
-            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
-        if options["snapshot_times"]:
-            if len(grid["n"]) > 1:
-                raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
-                                  "of the stored snapshots); set snapshot_times: [] to sweep n")
-            if max(options["snapshot_times"]) > options["t_max"]:
-                raise ConfigError(f"{prefix}.snapshot_times", f"a time exceeds t_max = {options['t_max']}")
+        check_times(options, grid, prefix)
 
     def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
         from attnsweep.experiments.causal_clustering import simulate  # torch: in jobs, not at planning

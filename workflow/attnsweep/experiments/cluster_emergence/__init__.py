@@ -23,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
@@ -105,14 +106,7 @@ class ClusterEmergence(Experiment):
                     raise ConfigError(f"{prefix}.{key}", f"every row needs d = {d} entries")
             if len(options["q"]) != len(options["k"]):
                 raise ConfigError(f"{prefix}.k", "Q and K need the same number of rows")
-        if options["dt"] > options["t_max"]:
-            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
-        if options["snapshot_times"]:
-            if len(grid["n"]) > 1:
-                raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
-                                  "of the stored snapshots); set snapshot_times: [] to sweep n")
-            if max(options["snapshot_times"]) > options["t_max"]:
-                raise ConfigError(f"{prefix}.snapshot_times", f"a time exceeds t_max = {options['t_max']}")
+        check_times(options, grid, prefix)
 
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """v, spectrum, q and k count only for the cases that use them."""

@@ -19,6 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
@@ -72,13 +73,9 @@ class SphereClustering(Experiment):
                 raise ConfigError(f"{prefix}.v", f"V must be d x d = {d} x {d}")
             if len(options["q"]) != len(options["k"]):
                 raise ConfigError(f"{prefix}.k", "Q and K need the same number of rows")
-        if options["snapshot_times"] and len(grid["n"]) > 1:
-            raise ConfigError(f"{prefix}.snapshot_times", "snapshots need a single n (the token dimension "
-                              "of the stored coordinates)")
         if "clustered" not in options["observables"]:
             raise ConfigError(f"{prefix}.observables", "must include clustered (the boundary and Fig. 3 use it)")
-        if options["dt"] > options["t_max"]:
-            raise ConfigError(f"{prefix}.dt", f"dt = {options['dt']} exceeds t_max = {options['t_max']}")
+        check_times(options, grid, prefix)
 
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """q, k, v count only under ``matrices: fixed``."""
