@@ -51,11 +51,16 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     if grid is None:
         grid = {axis: sorted(set().union(*(h[axis] for h in held))) for axis in held[0]}
     first = open_store(runs[0])
-    coords = {dim: np.asarray(grid[dim]) if dim in grid else first[dim].values for dim in first.dims}
+    experiment = registry.get(first.attrs["experiment"])
+    extents = [experiment.extents(h) for h in held]  # dims whose length follows the grid
+    union = experiment.extents(grid)
+    coords = {dim: np.asarray(grid[dim] if dim in grid else union[dim]) if dim in grid or dim in union
+              else first[dim].values for dim in first.dims}
     index = {dim: pd.Index(values) for dim, values in coords.items()}
-    every = {dim: (np.arange(len(values)),) * 2 for dim, values in coords.items()}  # non-axis dims
-    places = [{dim: _placement(h[dim], index[dim]) if dim in grid else every[dim] for dim in first.dims}
-              for h in held]
+    every = {dim: (np.arange(len(values)),) * 2 for dim, values in coords.items()}  # fixed non-axis dims
+    places = [{dim: _placement(h[dim], index[dim]) if dim in grid else
+               _placement(extent[dim], index[dim]) if dim in union else every[dim] for dim in first.dims}
+              for h, extent in zip(held, extents)]
     slab_dim, size = _slab(first, coords, slab_mib << 20)
     template = xr.Dataset(
         {var: (first[var].dims, da.full(_shape(first[var], coords), np.nan, dtype=first[var].dtype,

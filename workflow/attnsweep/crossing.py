@@ -45,6 +45,14 @@ def max_slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(valid, mid[k], np.nan)
 
 
+def resampled_means(samples: np.ndarray, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """Means over ``resamples`` bootstrap draws of the seeds: (..., S, G) samples give (..., R, G)."""
+    samples = np.asarray(samples, dtype=float)
+    n_seeds = samples.shape[-2]
+    idx = np.random.default_rng(seed).integers(0, n_seeds, size=(resamples, n_seeds))
+    return samples[..., idx, :].mean(-2)
+
+
 def bootstrap_crossing(
     x: np.ndarray,
     samples: np.ndarray,
@@ -66,10 +74,7 @@ def bootstrap_crossing(
     if n_seeds < 2:
         nan = np.full_like(estimate, np.nan)
         return estimate, nan, nan
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_seeds, size=(resamples, n_seeds))
-    means = samples[..., idx, :].mean(-2)  # (..., R, G)
-    boot = first_crossing(x, means, np.asarray(level, dtype=float)[..., None])
+    boot = first_crossing(x, resampled_means(samples, resamples, seed), np.asarray(level, dtype=float)[..., None])
     tail = (1 - confidence) / 2 * 100
     enough = np.isfinite(boot).sum(-1) >= resamples // 2
     with warnings.catch_warnings():

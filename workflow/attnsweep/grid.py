@@ -2,7 +2,7 @@
 
 A value spec is one of (bounds inclusive)::
 
-    [v1, v2, ...]                  explicit values
+    [v1, v2, ...]                  explicit values ("inf" where the axis takes it)
     v                              a single value
     {start, stop, num}             linear spacing, num points
     {start, stop, num, log: true}  geometric spacing, num points
@@ -39,6 +39,8 @@ class Axis:
         CF-style attrs of the coordinate.
     low, high : float
         Domain bounds; ``low_open``/``high_open`` make them exclusive.
+    infinite : bool
+        Whether +inf (written ``inf`` in the config) is a value, as for an infinite width.
     """
 
     name: str
@@ -49,11 +51,13 @@ class Axis:
     high: float = math.inf
     low_open: bool = False
     high_open: bool = False
+    infinite: bool = False
 
     def domain(self) -> str:
         left = "(" if self.low_open else "["
         right = ")" if self.high_open else "]"
-        return f"{left}{format_value(self.low)}, {format_value(self.high)}{right}"
+        extra = " or inf" if self.infinite else ""
+        return f"{left}{format_value(self.low)}, {format_value(self.high)}{right}{extra}"
 
     def check(self, key: str, values: list[float]) -> list[float]:
         """Return ``values`` cast to the axis kind; raise ConfigError naming ``key`` otherwise."""
@@ -63,8 +67,10 @@ class Axis:
             dup = sorted({v for v in values if values.count(v) > 1})
             raise ConfigError(key, f"duplicated values {[format_value(v) for v in dup]}")
         for v in values:
+            if self.infinite and v == math.inf:
+                continue
             if not math.isfinite(v):
-                raise ConfigError(key, f"value {v} is not finite")
+                raise ConfigError(key, f"value {format_value(v)} is not finite")
             if self.kind == "int" and v != int(v):
                 raise ConfigError(key, f"value {format_value(v)} is not an integer")
             below = v < self.low or (self.low_open and v == self.low)
@@ -72,7 +78,7 @@ class Axis:
             if below or above:
                 raise ConfigError(key, f"value {format_value(v)} outside {self.domain()}")
         cast = int if self.kind == "int" else float
-        return sorted(cast(v) for v in values)
+        return sorted(v if math.isinf(v) else cast(v) for v in values)
 
 
 def canonical(value: float) -> float:
@@ -96,7 +102,7 @@ def format_value(value: float) -> str:
 
 def expand(spec: Any, key: str) -> list[float]:
     """Expand one value spec (see module docstring) into a list of canonical floats."""
-    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+    if spec == "inf" or isinstance(spec, (int, float)) and not isinstance(spec, bool):
         values = [spec]
     elif isinstance(spec, list):
         values = spec

@@ -116,6 +116,12 @@ class Experiment(ABC):
         """Refuse combinations of options and grid the schema cannot express: raise
         :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
 
+    def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
+        """Coordinates of the store dimensions whose length follows the grid (for example one
+        per signal when the number of signals is an axis); a store of ``grid`` holds exactly
+        these, and the sweep their union, NaN where a grid point has fewer (default: none)."""
+        return {}
+
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """The options that change the numbers of a job over ``grid`` (default: all of them).
 

@@ -1,0 +1,242 @@
+"""mixture_training (paper 002): the model, the two engines and the training modes against
+independent truth: the gradient of App. B.1, autograd of the parameters themselves, the
+stage-1 closed form, the infinite-width limit, symmetries (Lemma C.4, d-independence), the
+corrected Lemma 6.1 construction, and the config checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import ortho_group
+
+from attnsweep.config import experiment_defaults, plan_experiment
+from attnsweep.errors import ConfigError
+from attnsweep.experiments.mixture_training import data, engines, model, theory
+
+torch.set_default_dtype(torch.float64)
+NAME = "mixture_training"
+
+
+def tensors(K: int, L: int, basis: np.ndarray | None = None) -> tuple[data.Population, torch.Tensor, torch.Tensor]:
+    pop = data.population(K, L)
+    X = torch.tensor(pop.sequences(data.signals(K) if basis is None else basis))
+    return pop, X, torch.tensor(pop.label)
+
+
+def weights(B: int, m: int, d: int, omega: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    W = torch.randn(2, B, 2, m, d, generator=gen) * omega / math.sqrt(m)
+    return W[0], W[1]
+
+
+def train(engine, X, y, steps: int, lr: float = 0.1, b: float = 0.5, lr_w: float | None = None) -> list:
+    """``steps`` joint GD steps on the population mean; the (w, S) after each."""
+    B = engine.w.shape[0]
+    full = lambda v: torch.full((B,), v)  # noqa: E731
+    weight = torch.full((B, len(y)), 1 / len(y))
+    path = []
+    for _ in range(steps):
+        engine.step(X, y, full(b), weight, full(lr if lr_w is None else lr_w), full(lr))
+        path.append((engine.w.clone(), engine.scores.clone()))
+    return path
+
+
+def config(**section) -> dict:
+    return {**experiment_defaults(NAME), **section}
+
+
+# ---------------------------------------------------------------- data and model
+@pytest.mark.parametrize(("K", "L"), [(2, 3), (3, 3), (4, 4), (3, 5)])
+def test_population_is_definition_2_1(K: int, L: int) -> None:
+    pop = data.population(K, L)
+    assert len(pop.label) == 2 * K * (2 * (K - 1)) ** (L - 2)  # notes 002 s1
+    coefficients, rows = pop.tokens, np.arange(len(pop.label))
+    assert np.all(np.abs(coefficients).sum(-1) == 1)  # every token is one signal, +-
+    assert np.all(coefficients[rows, 0, pop.group] == 1)
+    assert np.array_equal(coefficients[rows, 1, K + pop.group], pop.label)
+    distractor_groups = np.abs(coefficients[:, 2:, K:]).argmax(-1)
+    assert np.all(distractor_groups != pop.group[:, None])
+    if L == 3:
+        assert pop.hard.mean() == 0.5  # P(conflicting) = 1/2 for L = 3, every K
+    assert data.sample_types(pop).size == 2 ** (L - 1)
+
+
+def test_score_gradient_is_app_b1() -> None:
+    """dH/dS = sum_{l,h} p_lh (u_h - u_bar_l) x_h x_l^T (App. B.1) against autograd."""
+    K, L = 3, 4
+    _, X, _ = tensors(K, L)
+    gen = torch.Generator().manual_seed(1)
+    w = torch.randn(2 * K, generator=gen)
+    S = (0.7 * torch.randn(2 * K, 2 * K, generator=gen)).requires_grad_(True)
+    H = model.heads(w[None].expand(2, -1), S[None].expand(2, -1, -1), X)[0]  # (N,)
+    grads = torch.stack([torch.autograd.grad(h, S, retain_graph=True)[0] for h in H[:5]])
+    p = model.attention(S.detach(), X[:5])  # (5, L, L)
+    u = X[:5] @ w  # (5, L)
+    ubar = (p * u[:, None, :]).sum(-1)  # (5, L)
+    closed = torch.einsum("nlh,nlh,nhi,nlj->nij", p, u[:, None, :] - ubar[:, :, None], X[:5], X[:5])
+    torch.testing.assert_close(grads, closed, rtol=1e-12, atol=1e-12)
+
+
+def test_features_reproduce_the_output() -> None:
+    """f = [w_+; w_-; 1]^T F(X) (Eq. 2)."""
+    K, L, B = 2, 4, 3
+    _, X, _ = tensors(K, L)
+    gen = torch.Generator().manual_seed(2)
+    w, S = torch.randn(B, 2, 2 * K, generator=gen), torch.randn(B, 2, 2 * K, 2 * K, generator=gen)
+    b = torch.tensor([0.5, 0.1, 2.0])
+    F = model.features(w, S, X, b)
+    theta = torch.cat([w[:, 0], w[:, 1], torch.ones(B, 1)], -1)
+    torch.testing.assert_close(torch.einsum("bnp,bp->bn", F, theta), model.output(w, S, X, b), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- engines
+def test_gram_engine_is_exact_gd_of_the_weights() -> None:
+    """At any width, the Gram update equals autograd GD on W_K, W_Q (notes 002 s3), w included."""
+    K, m, B = 2, 5, 4
+    _, X, y = tensors(K, 3)
+    W_K, W_Q = weights(B, m, 2 * K, 0.5)
+    w = torch.zeros(B, 2, 2 * K)
+    direct, gram = engines.Direct(w, W_K, W_Q), engines.Gram.from_weights(w, W_K, W_Q)
+    for (wd, Sd), (wg, Sg) in zip(train(direct, X, y, 300, lr=0.5), train(gram, X, y, 300, lr=0.5)):
+        torch.testing.assert_close(Sg, Sd, rtol=0, atol=1e-12)
+        torch.testing.assert_close(wg, wd, rtol=0, atol=1e-12)
+    assert Sd.abs().max() > 10 * 0.25  # the scores moved well past their initial size
+    torch.testing.assert_close(gram.K, direct.W_K.transpose(-1, -2) @ direct.W_K, rtol=0, atol=1e-11)
+    torch.testing.assert_close(gram.Q, direct.W_Q.transpose(-1, -2) @ direct.W_Q, rtol=0, atol=1e-11)
+
+
+def test_batched_systems_get_exactly_their_own_gradients() -> None:
+    """One backward over a batch of seeds gives each seed's gradient: the batch equals the loop."""
+    K, m, B = 3, 7, 5
+    _, X, y = tensors(K, 3)
+    W_K, W_Q = weights(B, m, 2 * K, 0.3)
+    w = torch.zeros(B, 2, 2 * K)
+    batched = train(engines.Direct(w, W_K, W_Q), X, y, 50)[-1]
+    for s in range(B):
+        alone = train(engines.Direct(w[s:s + 1], W_K[s:s + 1], W_Q[s:s + 1]), X, y, 50)[-1]
+        torch.testing.assert_close(batched[0][s], alone[0][0], rtol=0, atol=1e-13)
+        torch.testing.assert_close(batched[1][s], alone[1][0], rtol=0, atol=1e-13)
+
+
+def test_finite_width_converges_to_the_infinite_width_model() -> None:
+    """Direct GD at width m approaches the Gram engine at S = 0, K~ = Q~ = omega^2 I (Lemma C.1),
+    with an error that shrinks like m^{-1/2}."""
+    K, omega, B, steps = 2, 0.5, 4, 200
+    _, X, y = tensors(K, 3)
+    w = torch.zeros(1, 2, 2 * K)
+    eye = omega**2 * torch.eye(2 * K).expand(1, 2, -1, -1)
+    limit = train(engines.Gram(w, torch.zeros(1, 2, 2 * K, 2 * K), eye, eye), X, y, steps, lr=0.5)[-1]
+    errors = []
+    for m in (400, 6400):
+        W_K, W_Q = weights(B, m, 2 * K, omega, seed=m)
+        finite = train(engines.Direct(w.expand(B, -1, -1), W_K, W_Q), X, y, steps, lr=0.5)[-1]
+        errors.append(float(max((finite[0] - limit[0]).abs().max(), (finite[1] - limit[1]).abs().max())))
+    scale = float(max(limit[0].abs().max(), limit[1].abs().max()))
+    assert errors[1] < errors[0] / 2.5  # sqrt(16) = 4 expected; 2.5 leaves room for seed noise
+    assert errors[1] < 0.05 * scale  # 2.8% measured at m = 6400
+
+
+def test_trajectories_do_not_depend_on_d() -> None:
+    """Signals and initial weights turned by one orthogonal matrix in d = 2K + 3 give the
+    trajectories of d = 2K in signal coordinates (notes 002 s2)."""
+    K, m, B, d = 2, 6, 2, 7
+    R = torch.tensor(ortho_group.rvs(d, random_state=3))
+    _, X, y = tensors(K, 3)
+    _, X_rot, _ = tensors(K, 3, data.signals(K, d, R.numpy()))
+    W_K, W_Q = weights(B, m, 2 * K, 0.4)
+    pad = lambda W: torch.cat([W, torch.zeros(*W.shape[:-1], d - 2 * K)], -1) @ R.T  # noqa: E731
+    E = torch.tensor(data.signals(K, d, R.numpy()))
+    plain = train(engines.Direct(torch.zeros(B, 2, 2 * K), W_K, W_Q), X, y, 100)
+    turned = train(engines.Direct(torch.zeros(B, 2, d), pad(W_K), pad(W_Q)), X_rot, y, 100)
+    for (w, S), (w_r, S_r) in zip(plain, turned):
+        torch.testing.assert_close(w_r @ E.T, w, rtol=0, atol=1e-12)
+        torch.testing.assert_close(E @ S_r @ E.T, S, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- theory against simulation
+def job(**section):
+    plan = plan_experiment(NAME, config(**section), "float64")
+    (spec,) = plan.blocks().values()
+    return plan.experiment, spec
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_stage_1_matches_its_closed_form(K: int) -> None:
+    """Infinite width, stage 1 of Algorithm 1 at lr = 0.01: w^T v_k, w^T c_k and the population
+    loss follow notes 002 s6; the hard loss is log 2 exactly (f = 0 on hard samples, Lemma 5.4)."""
+    lr, n_1 = 0.01, 300 * K  # t = 3K: past T_0.5 = 0.68 K, into the second phase
+    experiment, spec = job(K=[K], m=["inf"], lr=[lr], seeds=1, modes=["three_stage"], steps=n_1 + 2,
+                           stage_1_steps=n_1, stage_2_steps=1, record_every=n_1 // 30, wildcards=[])
+    ds = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False).squeeze()
+    stage1 = ds.sel(step=ds["step"] <= n_1)
+    t = stage1["step"].values * lr
+    closed = theory.stage1(t, K, 0.5)
+    np.testing.assert_allclose(stage1["align"].sel(head=0, kind=1).values, np.repeat(closed["a"][:, None], K, 1),
+                               atol=2e-3)
+    np.testing.assert_allclose(stage1["align"].sel(head=0, kind=0).values, np.repeat(closed["c"][:, None], K, 1),
+                               atol=2e-3)
+    np.testing.assert_allclose(stage1["loss_pop"].values, closed["loss_pop"], atol=2e-3)
+    np.testing.assert_allclose(stage1["loss_hard"].values, math.log(2), rtol=0, atol=1e-14)
+    assert np.all(stage1["gamma"].values == 0)  # uniform attention: no separating direction (Lemma 5.4)
+    assert stage1["align"].sel(head=0, kind=0).values[-1, 0] > 0.01  # the second phase was reached
+
+
+def test_infinite_width_keeps_the_head_symmetry_and_learns() -> None:
+    """Lemma C.4 holds exactly at infinite width; joint GD (K = 2, omega = 0.1, lr = 0.1) gets past
+    the plateau near the notes' t* = 109, and the attention features become separable."""
+    experiment, spec = job(K=[2], m=["inf"], seeds=1, steps=3000, record_every=50, wildcards=[])
+    ds = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False).squeeze()
+    assert float(ds["sym_score"].max()) < 1e-12 and float(ds["sym_align"].max()) < 1e-12
+    t = ds["step"].values * 0.1
+    below = t[ds["loss_hard"].values < math.log(2) / 2]
+    assert 95 < below[0] < 125
+    assert float(ds["gamma"].isel(step=-1)) > 0.3
+    assert float(ds["acc_hard"].isel(step=-1)) == 1.0 and float(ds["margin_hard"].isel(step=-1)) > 0
+    same = ds["score"].sel(head=0, key_kind=0, query_kind=1)  # c_k^T S v_j
+    assert float(same.sel(key_k=1, query_k=1).isel(step=-1)) > 1 > 0 > float(same.sel(key_k=1, query_k=2).isel(step=-1))
+
+
+@pytest.mark.parametrize("K", [2, 3, 8])
+def test_corrected_lemma_6_1_classifies_and_the_printed_one_does_not(K: int) -> None:
+    _, X, y = tensors(K, 3)
+    for corrected, accuracy in ((True, 1.0), (False, 0.5)):
+        w, S, b = (torch.as_tensor(v) for v in theory.lemma61(K, 50.0, corrected))
+        f = model.output(w, S, X, b.reshape(()))
+        assert float(((y * f) > 0).double().mean()) == accuracy
+
+
+def test_minibatches_are_seeded_and_train() -> None:
+    experiment, spec = job(K=[2], m=[16], seeds=2, steps=1500, data="minibatch", batch=8, record_every=500,
+                           wildcards=[])
+    first = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False)
+    again = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False)
+    assert first.identical(again)
+    loss = first["loss_pop"].squeeze()
+    assert np.all(loss.isel(step=-1) < 0.5 * loss.isel(step=0))
+    assert not np.allclose(loss.isel(seed=0), loss.isel(seed=1))
+
+
+# ---------------------------------------------------------------- config
+@pytest.mark.parametrize(
+    ("section", "key", "words"),
+    [
+        ({"m": [16, "inf"], "engines": ["direct"]}, "engines", "finite width"),
+        ({"modes": ["three_stage"], "K": [2, 8], "steps": 2500}, "steps", "K = 8"),
+        ({"map_steps": [5000]}, "map_steps", "past steps"),
+        ({"m": [0]}, "m", "outside"),
+        ({"omega": ["inf"]}, "omega", "not finite"),
+    ],
+)
+def test_bad_sections_name_their_key(section: dict, key: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        plan_experiment(NAME, config(**section), "float64")
+    assert str(err.value).startswith(f"experiments.{NAME}.{key}") and words in str(err.value)
+
+
+def test_infinite_width_is_a_grid_value() -> None:
+    plan = plan_experiment(NAME, config(m=[64, "inf", 16]), "float64")
+    assert plan.grid["m"] == [16, 64, math.inf]
+    assert sorted(plan.blocks()) == ["K~2/L~3/m~16", "K~2/L~3/m~64", "K~2/L~3/m~inf"]

@@ -1,0 +1,215 @@
+"""mixture_training: paper 002, *Transformers provably learn two-mixture of linear classification
+via gradient flow*.
+
+A training run, not a particle system: the two-headed ReLU transformer of Eq. 1 learns the
+K-mixture of Definition 2.1 by gradient descent (flow time t = lr x step) on the exact population
+(or minibatches of it), jointly (Section 3.1), by the three stages of Algorithm 1, or with the
+neurons frozen (Fig. 3). Two engines with one interface (``engines.py``): the parameters with
+autograd, and their Grams (exact at any width m; m = inf is the infinite-width model of
+Definition 5.1). Per (K, L, omega, m, lr, b, seed, mode, engine) the job records losses, accuracies
+and margins of the easy and hard samples, neuron alignments, the full score grid of both heads,
+the max-margin of the attention features and the head-symmetry residuals (``simulate.py``).
+Theory (``theory.py``): the stage-1 closed form, the loss floor (1/2) log 2, the linear regime of
+stage 2. Boundary: t*, the first flow time at which the seed-mean hard loss falls below
+(1/2) log 2, with a bootstrap interval over seeds, and the fit t* = B (K - K_0).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from attnsweep.errors import ConfigError
+from attnsweep.grid import Axis
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
+
+MODES = ("joint", "three_stage", "attention_only")
+ENGINES = ("gram", "direct")
+SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
+          "sym_score", "sym_align")
+AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
+LEVEL = math.log(2) / 2  # the loss floor while attention is uniform (notes 002 s6): t* is its crossing
+
+
+def recorded_steps(steps: int, every: int) -> np.ndarray:
+    """0, every, 2 every, ..., and the last step."""
+    return np.unique(np.r_[np.arange(0, steps + 1, every), steps])
+
+
+def three_stage_steps(options: dict[str, Any], K: int, omega: float, lr: float, b: float) -> tuple[int, int]:
+    """Steps of stages 1 and 2 of Algorithm 1: the config's, or the notes' defaults where "auto"
+    (n_1 = 50 K, n_2 = 1.5 tau_2 / lr, tau_2 scaled with K - 1: notes 002 s8); stage 3 runs the rest."""
+    from attnsweep.experiments.mixture_training import theory
+
+    first, second = options["stage_1_steps"], options["stage_2_steps"]
+    if "auto" in (first, second):
+        n_1, n_2, _ = theory.stage_steps(K, omega, lr, b)
+        first, second = (n_1 if first == "auto" else first), (n_2 if second == "auto" else second)
+    return int(first), int(second)
+
+
+@register
+class MixtureTraining(Experiment):
+    name = "mixture_training"
+    title = "Two-headed transformer learning a K-mixture by gradient descent: stages, scores, t* (Figures 1-7)"
+    paper = "002_396de2f79daf2112.txt"
+    axes = (
+        Axis("K", "int", "number of mixture components K (signals c_k, v_k)", low=2),
+        Axis("L", "int", "sequence length L", low=3),
+        Axis("omega", "float", "scale omega of the initial attention weights, N(0, omega^2/m)", low=0, low_open=True),
+        Axis("m", "int", "attention width m (inf: the infinite-width model, Definition 5.1)", low=1, infinite=True),
+        Axis("lr", "float", "learning rate (flow time t = lr step)", low=0, low_open=True),
+        Axis("b", "float", "fixed bias b of the ReLU heads (Eq. 1)", low=0, low_open=True),
+    )
+    # One job per (K, L, m): every omega, lr, b, seed, mode and engine trains in one tensor batch.
+    default_wildcards = ("K", "L", "m")
+    version = 1
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        steps = options["steps"]
+        if "direct" in options["engines"] and math.inf in grid["m"]:
+            raise ConfigError(f"{prefix}.engines", "the direct engine needs a finite width m; m = inf is the "
+                                                   "infinite-width model of the gram engine")
+        late = [s for s in options["map_steps"] if s > steps]
+        if late:
+            raise ConfigError(f"{prefix}.map_steps", f"steps {late} are past steps = {steps}")
+        if "three_stage" not in options["modes"]:
+            return
+        for K in grid["K"]:
+            for omega in grid["omega"]:
+                for lr in grid["lr"]:
+                    for b in grid["b"]:
+                        n_1, n_2 = three_stage_steps(options, int(K), omega, lr, b)
+                        if n_1 + n_2 > steps:
+                            raise ConfigError(
+                                f"{prefix}.steps", f"{steps} steps leave no stage 3 at K = {K:g}, omega = {omega:g}, "
+                                f"lr = {lr:g}, b = {b:g}: stages 1 and 2 take {n_1} + {n_2} steps")
+
+    def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
+        K, L = int(max(grid["K"])), int(max(grid["L"]))
+        signals, positions = list(range(1, K + 1)), list(range(1, L + 1))
+        return {"k": signals, "key_k": signals, "query_k": signals, "opposing": list(range(L - 1)),
+                "sample": list(range(2 ** (L - 1))), "query": positions, "key": positions}
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        from attnsweep.experiments.mixture_training import simulate  # torch: in jobs, not at planning
+
+        return simulate.simulate(job, self.axes, device, dtype, progress)
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """The forward and backward of one batch, the recorded arrays (float64, twice), 300 MiB of runtime."""
+        grid, opts = job.grid, job.options
+        size = 8 if job.dtype == "float64" else 4
+        K, L = int(max(grid["K"])), int(max(grid["L"]))
+        finite = [m for m in grid["m"] if not math.isinf(m)]
+        m = int(max(finite, default=1))
+        d, N = 2 * K, 2 * K * (2 * (K - 1)) ** (L - 2)
+        systems = len(job.seeds) * len(opts["modes"]) * math.prod(len(grid[a]) for a in ("omega", "lr", "b"))
+        per_system = 2 * (8 * N * L * L + 4 * N * L * d + 8 * m * d + 6 * d * d) + 4 * N + 2 * N * (2 * d + 1)
+        if opts["data"] == "minibatch":
+            per_system += opts["steps"] * opts["batch"]
+        records = len(recorded_steps(opts["steps"], opts["record_every"]))
+        per_record = len(SERIES) + 4 + L + 4 * K + 32 * K * K
+        maps = (len(opts["map_steps"]) + 1) * 2 * 2 ** (L - 1) * L * L
+        points = math.prod(len(grid[a]) for a in ("K", "L", "m")) * len(opts["engines"])
+        stored = 2 * 8 * points * systems * (records * per_record + maps)
+        return systems * per_system * size + stored + (300 << 20)
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        """Seed means and standard errors; the first seed's attention maps; flow time t = lr step;
+        the stage-1 closed form and the loss floor on the same coordinates (``theory``)."""
+        k = sweep.sizes["seed"]
+        out = xr.Dataset()
+        for var in AVERAGED:
+            out[var] = sweep[var].mean("seed")
+            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
+            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
+            out[f"{var}_se"] = se
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units=sweep[var].attrs.get("units", "1"))
+        for var in ("attention", "stage_steps"):
+            out[var] = sweep[var].isel(seed=0, drop=True)
+            out[var].attrs.update(sweep[var].attrs, cell_methods="first seed")
+        out = out.compute()
+        out = out.assign_coords(t=sweep["lr"] * sweep["step"])
+        out["t"].attrs.update(long_name="flow time lr x step", units="1")
+        out.update(self.theory(out))
+        out.attrs.update(sweep.attrs)
+        out.attrs.update(seeds=k, loss_floor=LEVEL)
+        return out
+
+    @staticmethod
+    def theory(summary: xr.Dataset) -> xr.Dataset:
+        """Stage 1 at infinite width, L = 3 (notes 002 s6), on (K, b, lr, step): w_+^T v_k, w^T c_k and
+        the population and easy losses while attention is uniform; valid in stage 1 of three_stage and
+        early in joint training."""
+        from attnsweep.experiments.mixture_training import theory
+
+        K, b, t = xr.broadcast(summary["K"].astype(float), summary["b"], summary["t"])
+        fields = {name: np.empty(K.shape) for name in ("a", "c", "loss_pop", "loss_easy")}
+        for index in np.ndindex(*K.shape[:-1]):
+            curve = theory.stage1(t.values[index], int(K.values[index][0]), float(b.values[index][0]))
+            for name in fields:
+                fields[name][index] = curve[name]
+        out = xr.Dataset(coords=K.coords)
+        names = {"a": "w_+^T v_k", "c": "w_+^T c_k", "loss_pop": "population loss", "loss_easy": "easy loss"}
+        for name, text in names.items():
+            out[f"stage1_{name}"] = (K.dims, fields[name], {"long_name": f"{text} of the stage-1 closed form "
+                                                                        "(infinite width, L = 3, notes 002 s6)",
+                                                            "units": "1"})
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """t*: the first flow time at which the seed-mean hard loss falls below (1/2) log 2, linearly
+        interpolated between recorded steps, with a percentile bootstrap interval over seeds (notes
+        002 s8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
+        + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
+        bootstrap intervals (``theory.bootstrap_fit``)."""
+        from attnsweep.crossing import bootstrap_crossing, first_crossing, resampled_means
+        from attnsweep.experiments.mixture_training import theory
+
+        dims = ("K", "L", "omega", "m", "lr", "b", "mode", "engine")
+        step = sweep["step"].values.astype(float)
+        hard = sweep["loss_hard"].transpose(*dims, "seed", "step").values
+        lr = sweep["lr"].values[None, None, None, None, :, None, None, None]
+        est, low, high = (x * lr for x in bootstrap_crossing(step, -hard, -LEVEL))
+        same = summary["s_same"].sel(head=0).transpose(*dims, "step").values
+        out = xr.Dataset(coords={c: sweep[c].values for c in dims})
+        for name, values in (("t_star", est), ("t_star_low", low), ("t_star_high", high),
+                             ("t_score", first_crossing(step, same, 1.0) * lr)):
+            out[name] = (dims, values)
+        boot = first_crossing(step, -resampled_means(hard), -LEVEL) * lr[..., None]  # (..., R)
+        fit_dims = dims[1:]
+        fits = np.full((*hard.shape[1:-2], 6), np.nan)
+        Ks = sweep["K"].values.astype(float)
+        if len(Ks) > 1:
+            for index in np.ndindex(*fits.shape[:-1]):
+                fits[index] = theory.bootstrap_fit(Ks, est[(slice(None), *index)], boot[(slice(None), *index)])
+        for i, name in enumerate(("B", "K0", "B_low", "B_high", "K0_low", "K0_high")):
+            out[f"fit_{name}"] = (fit_dims, fits[..., i])
+        out["t_star"].attrs.update(long_name="first flow time with seed-mean hard loss < (1/2) log 2", units="1")
+        out["t_score"].attrs.update(long_name="first flow time with seed-mean s_same (+ head) >= 1", units="1")
+        table = out.to_dataframe().reset_index()
+        table["mode"] = [summary.attrs["mode_names"].split()[i] for i in table["mode"]]
+        table["engine"] = [summary.attrs["engine_names"].split()[i] for i in table["engine"]]
+        return table, out
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        from attnsweep.experiments.mixture_training.figures import specs
+
+        return specs(grid, options)
+
+    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        from attnsweep.experiments.mixture_training.figures import draw
+
+        return draw(name, summary, boundary)
