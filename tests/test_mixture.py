@@ -10,11 +10,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy.stats import ortho_group
-
 from attnsweep.config import experiment_defaults, plan_experiment
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.mixture_training import data, engines, model, theory
+from scipy.stats import ortho_group
 
 torch.set_default_dtype(torch.float64)
 NAME = "mixture_training"
@@ -35,7 +34,7 @@ def weights(B: int, m: int, d: int, omega: float, seed: int = 0) -> tuple[torch.
 def train(engine, X, y, steps: int, lr: float = 0.1, b: float = 0.5, lr_w: float | None = None) -> list:
     """``steps`` joint GD steps on the population mean; the (w, S) after each."""
     B = engine.w.shape[0]
-    full = lambda v: torch.full((B,), v)  # noqa: E731
+    full = lambda v: torch.full((B,), v)
     weight = torch.full((B, len(y)), 1 / len(y))
     path = []
     for _ in range(steps):
@@ -147,7 +146,7 @@ def test_trajectories_do_not_depend_on_d() -> None:
     _, X, y = tensors(K, 3)
     _, X_rot, _ = tensors(K, 3, data.signals(K, d, R.numpy()))
     W_K, W_Q = weights(B, m, 2 * K, 0.4)
-    pad = lambda W: torch.cat([W, torch.zeros(*W.shape[:-1], d - 2 * K)], -1) @ R.T  # noqa: E731
+    pad = lambda W: torch.cat([W, torch.zeros(*W.shape[:-1], d - 2 * K)], -1) @ R.T
     E = torch.tensor(data.signals(K, d, R.numpy()))
     plain = train(engines.Direct(torch.zeros(B, 2, 2 * K), W_K, W_Q), X, y, 100)
     turned = train(engines.Direct(torch.zeros(B, 2, d), pad(W_K), pad(W_Q)), X_rot, y, 100)
@@ -196,7 +195,8 @@ def test_infinite_width_keeps_the_head_symmetry_and_learns() -> None:
     assert float(ds["gamma"].isel(step=-1)) > 0.3
     assert float(ds["acc_hard"].isel(step=-1)) == 1.0 and float(ds["margin_hard"].isel(step=-1)) > 0
     same = ds["score"].sel(head=0, key_kind=0, query_kind=1)  # c_k^T S v_j
-    assert float(same.sel(key_k=1, query_k=1).isel(step=-1)) > 1 > 0 > float(same.sel(key_k=1, query_k=2).isel(step=-1))
+    assert float(same.sel(key_k=1, query_k=1).isel(step=-1)) > 1  # c_1^T S v_1 -> + large
+    assert float(same.sel(key_k=1, query_k=2).isel(step=-1)) < 0  # c_1^T S v_2 -> - large
 
 
 @pytest.mark.parametrize("K", [2, 3, 8])

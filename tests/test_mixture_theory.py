@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 import pytest
+from attnsweep.crossing import resampled_means
+from attnsweep.experiments.mixture_training import theory
 from scipy.integrate import solve_ivp
 from scipy.optimize import linprog, minimize
 from scipy.special import softmax
-
-from attnsweep.experiments.mixture_training import theory
 
 # ------------------------------------------------------------------ independent reference model
 
@@ -290,14 +290,12 @@ def test_bootstrap_interval_covers_the_truth() -> None:
     trials = 200
     for _ in range(trials):
         samples = B * (K[:, None] - K0) + sigma * rng.standard_normal((len(K), seeds))
-        fit = theory.bootstrap_fit(K, samples.mean(1), theory.seed_replicates(samples, rng, 400))
+        replicates = resampled_means(samples[..., None], 400, int(rng.integers(2**31)))[..., 0]  # (K, R)
+        fit = theory.bootstrap_fit(K, samples.mean(1), replicates)
         assert fit.B_low <= fit.B <= fit.B_high and fit.K0_low <= fit.K0 <= fit.K0_high
         hits += [fit.B_low <= B <= fit.B_high, fit.K0_low <= K0 <= fit.K0_high]
     assert np.all(hits / trials > 0.85) and np.all(hits / trials < 0.995)
-    samples[0, :3] = np.nan  # seeds that never crossed are dropped
-    replicates = theory.seed_replicates(samples, rng, 50)
-    assert replicates.shape == (4, 50) and np.isfinite(replicates).all()
-    assert np.array(theory.bootstrap_fit(K, samples[:, 3:].mean(1), replicates)).shape == (6,)
+    replicates = resampled_means(samples[..., None], 50)[..., 0]
     never = np.r_[[np.full(50, np.nan)], replicates[1:]]
     unfinished = theory.bootstrap_fit(K, np.r_[np.nan, samples[1:].mean(1)], never)
     assert np.isfinite(np.array(unfinished)).all()  # a K that never crossed drops out of both fits

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MODES = ("joint", "three_stage", "attention_only")
-ENGINES = ("gram", "direct")
 SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
           "sym_score", "sym_align")
 AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
@@ -157,8 +156,8 @@ class MixtureTraining(Experiment):
         fields = {name: np.empty(K.shape) for name in ("a", "c", "loss_pop", "loss_easy")}
         for index in np.ndindex(*K.shape[:-1]):
             curve = theory.stage1(t.values[index], int(K.values[index][0]), float(b.values[index][0]))
-            for name in fields:
-                fields[name][index] = curve[name]
+            for name, array in fields.items():
+                array[index] = curve[name]
         out = xr.Dataset(coords=K.coords)
         names = {"a": "w_+^T v_k", "c": "w_+^T c_k", "loss_pop": "population loss", "loss_easy": "easy loss"}
         for name, text in names.items():

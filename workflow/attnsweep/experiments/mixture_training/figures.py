@@ -12,6 +12,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from attnsweep.experiments.mixture_training import theory
 from attnsweep.registry import FigureSpec
 
 STYLES = {"joint": "-", "three_stage": "--", "attention_only": ":"}
@@ -40,7 +41,8 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
     if len(grid["K"]) > 1 or len(grid["omega"]) > 1 or len(grid["m"]) > 1:
         out.append(FigureSpec("boundary", "t*: first flow time at which the seed-mean hard loss falls below "
                                           "(1/2) log 2, with 95% bootstrap intervals over seeds, against K per "
-                                          "omega (lines: the fit t* = B (K - K_0)) and against m per K."))
+                                          "omega (lines: the fit t* = B (K - K_0); dotted: the notes' joint-GD "
+                                          "fit at infinite width) and against m per K."))
     return out
 
 
@@ -179,7 +181,7 @@ def _margin(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
                 axes[1, j].plot(t, _first(summary[var].sel(K=K).isel(mode=i), ()).values, ls=STYLES[mode],
                                 color=colour, label=f"{var} ({mode})")
         axes[0, j].set(title=f"K = {K}", ylabel="max-margin gamma")
-        axes[1, j].set(xlabel="flow time t", ylabel="residual (Lemma C.4)", yscale="symlog", )
+        axes[1, j].set(xlabel="flow time t", ylabel="residual (Lemma C.4)", yscale="symlog")
     axes[0, 0].legend(fontsize=6)
     axes[1, 0].legend(fontsize=6)
     return fig
@@ -198,6 +200,8 @@ def _boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         B, K0 = float(row["fit_B"]), float(row["fit_K0"])
         if np.isfinite(B):
             by_K.plot(K, B * (K - K0), color=f"C{i}", lw=1, label=f"B = {B:.0f}, K0 = {K0:.2f}")
+        by_K.plot(K, theory.tstar_fit(K, omega), color=f"C{i}", ls=":", lw=1,
+                  label="notes' joint-GD fit, m = inf" if i == 0 else None)
     by_K.set(xlabel="K", ylabel="t*", title=f"t* against K (m = {bnd['m'].values[0]:g})")
     by_K.legend(fontsize=6)
     m = bnd["m"].values.astype(float)

@@ -21,7 +21,15 @@ from tqdm import tqdm
 
 from attnsweep import rng
 from attnsweep.experiments.mixture_training import (
-    ENGINES, MODES, SERIES, data, engines, model, recorded_steps, theory, three_stage_steps)
+    MODES,
+    SERIES,
+    data,
+    engines,
+    model,
+    recorded_steps,
+    theory,
+    three_stage_steps,
+)
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
 
@@ -64,12 +72,12 @@ class Batch:
                  device: torch.device, dtype: torch.dtype):
         self.K, self.L, self.opts = K, L, opts
         self.pop = data.population(K, L)
-        as_tensor = dict(device=device, dtype=dtype)
+        as_tensor = {"device": device, "dtype": dtype}
         self.X = torch.tensor(self.pop.sequences(data.signals(K)), **as_tensor)
         self.y = torch.tensor(self.pop.label, **as_tensor)
         self.hard = torch.tensor(self.pop.hard, device=device)
         self.types = torch.as_tensor(data.sample_types(self.pop), device=device)
-        column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)  # noqa: E731
+        column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)
         self.omega, self.lr, self.b = column("omega"), column("lr"), column("b")
         modes = [s["mode"] for s in systems]
         stages = [three_stage_steps(opts, K, s["omega"], s["lr"], s["b"]) if s["mode"] == "three_stage" else (0, 0)
@@ -182,7 +190,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              "step": len(record), "head": 2, "opposing": L_max - 1, "kind": 2, "k": K_max, "key_kind": 2,
              "key_k": K_max, "query_kind": 2, "query_k": K_max, "map_step": len(map_steps),
              "sample": 2 ** (L_max - 1), "query": L_max, "key": L_max}
-    shape = lambda dims: tuple(sizes[d] for d in dims)  # noqa: E731
+    shape = lambda dims: tuple(sizes[d] for d in dims)
     values = {var: np.full(shape((*DIMS, "step", *extra)), np.nan) for var, extra in SHAPES.items()}
     attention = np.full(shape((*DIMS, "map_step", "head", "sample", "query", "key")), np.nan)
     stage = np.full((*shape(DIMS), 2), np.nan)  # steps of stages 1 and 2 (three_stage only)

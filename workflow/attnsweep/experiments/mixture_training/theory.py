@@ -44,7 +44,6 @@ __all__ = [
     "max_margin",
     "min_norm_point",
     "reference_tstar",
-    "seed_replicates",
     "stage1",
     "stage1_end",
     "stage2_drive",
@@ -288,24 +287,12 @@ class LineFit(NamedTuple):
     K0_high: float
 
 
-def seed_replicates(samples: ArrayLike, rng: np.random.Generator, n_boot: int = 1000) -> FloatArray:
-    """Bootstrap replicates (n_K, n_boot) of the seed mean of ``samples`` (n_K, n_seeds): each K's
-    seeds resampled with replacement, independently per K (seeds of different K are independent
-    runs). NaN seeds (no crossing) are dropped before resampling."""
-    samples = np.asarray(samples, dtype=np.float64)
-    out = np.empty((samples.shape[0], n_boot))
-    for i, row in enumerate(samples):
-        row = row[np.isfinite(row)]
-        out[i] = rng.choice(row, size=(n_boot, row.size)).mean(-1) if row.size else np.nan
-    return out
-
-
 def bootstrap_fit(K: ArrayLike, tstar: ArrayLike, replicates: ArrayLike, level: float = 0.95) -> LineFit:
     """Percentile bootstrap of ``t* = B (K - K_0)`` (notes s8).
 
     ``tstar`` (n_K,) is the point estimate per K and ``replicates`` (n_K, R) its bootstrap
-    replicates, seeds resampled independently per K (e.g. the crossing of the resampled seed-mean
-    loss, or ``seed_replicates`` of per-seed t*). The line is fitted to ``tstar`` and to every
+    replicates over resampled seeds (the crossing of the resampled seed-mean hard loss, as the
+    boundary computes it; runs of different K are independent draws). The line is fitted to ``tstar`` and to every
     replicate column; the interval is the (1-level)/2 and (1+level)/2 percentiles of the column
     fits. K with a non-finite point estimate are dropped, then columns with a non-finite entry."""
     K, tstar = np.asarray(K, dtype=np.float64), np.asarray(tstar, dtype=np.float64)
