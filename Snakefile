@@ -5,7 +5,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A config file given on the command line is the whole sweep (its unset keys take the schema's
+# defaults), not an overlay on the default config: otherwise every sweep in config/sweeps/ would
+# also run every experiment of the default config.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

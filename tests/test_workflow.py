@@ -116,3 +116,19 @@ def test_slurm_profile_dry_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     text = result.stdout + result.stderr
     assert "simulate" in text and "collect" in text
+
+
+def test_a_config_file_is_the_whole_sweep(tmp_path: Path) -> None:
+    """With the default config beside the Snakefile's working directory, --configfile replaces it
+    (a sweep file runs only its own experiments); without --configfile the default runs."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
+    default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    others = [name for name in default["experiments"] if name != "critical_scaling"]
+    sweep = snakemake(tmp_path, TINY, "--dry-run")
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    assert "critical_scaling" in sweep.stdout and not any(name in sweep.stdout for name in others)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(tmp_path), "--dry-run"]
+    plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert all(name in plain.stdout for name in others)
