@@ -228,6 +228,8 @@ def test_minibatches_are_seeded_and_train() -> None:
         ({"map_steps": [5000]}, "map_steps", "past steps"),
         ({"m": [0]}, "m", "outside"),
         ({"omega": ["inf"]}, "omega", "not finite"),
+        ({"source": "digits", "K": [2, 3]}, "K", "K = len(classes)"),
+        ({"source": "digits", "classes": [1, 12]}, "classes", "no images of class [12]"),
     ],
 )
 def test_bad_sections_name_their_key(section: dict, key: str, words: str) -> None:
@@ -240,3 +242,63 @@ def test_infinite_width_is_a_grid_value() -> None:
     plan = plan_experiment(NAME, config(m=[64, "inf", 16]), "float64")
     assert plan.grid["m"] == [16, 64, math.inf]
     assert sorted(plan.blocks()) == ["K~2/L~3/m~16", "K~2/L~3/m~64", "K~2/L~3/m~inf"]
+
+
+# ---------------------------------------------------------------- real images (App. A.5, Fig. 8)
+def test_image_draws_follow_definition_2_1() -> None:
+    """With one image per class, the unit vector v_k, the draws are i.i.d. draws of the population
+    of Definition 2.1: every one is a population sequence (group signal aside), and each of the
+    2K (2(K - 1))^{L-2} sequences is equally frequent (chi-square, K = 3, L = 4)."""
+    K, L, n = 3, 4, 24000
+    v = np.eye(2 * K)[K:]
+    drawn = data.of_images([v[k][None] for k in range(K)], L, n, np.random.default_rng(0))
+    c = drawn.basis[:K]
+    assert np.allclose(np.linalg.norm(c, axis=1), 1) and np.allclose(drawn.basis[K:], v)
+    group = np.abs(drawn.X[:, 0] @ c.T - 1).argmin(1)
+    assert np.allclose(drawn.X[:, 0], c[group])
+    pop = data.population(K, L)
+    signal_part = drawn.X.copy()
+    signal_part[:, 0] = np.eye(2 * K)[group]  # c_k -> e_k: the population's coordinates
+    index = {tokens.tobytes(): i for i, tokens in enumerate(pop.tokens)}
+    which = np.array([index[(s + 0.0).tobytes()] for s in signal_part])  # + 0.0: no -0.0  # KeyError: not a population sequence
+    assert np.array_equal(drawn.label, pop.label[which]) and np.array_equal(drawn.opposing, pop.opposing[which])
+    counts = np.bincount(which, minlength=len(pop.label))
+    expected = n / len(pop.label)
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < len(pop.label) + 5 * math.sqrt(2 * len(pop.label))  # mean dof, sd sqrt(2 dof)
+    assert np.array_equal(drawn.types, pop.sequences(drawn.basis)[data.sample_types(pop)])
+
+
+def test_digit_images_train_by_stage() -> None:
+    """Fig. 8 at small scale (scikit-learn digits 1 and 2, lr = 2): Algorithm 1 freezes what it
+    must (attention in stage 1, neurons in stage 2, exactly); stage 1 fits the easy samples and
+    leaves the hard ones near log 2; joint GD fits the hard samples within 300 steps."""
+    experiment, spec = job(source="digits", samples=256, K=[2], m=[64], lr=[2.0], seeds=1,
+                           modes=["joint", "three_stage"], steps=300, stage_1_steps=100, stage_2_steps=100,
+                           record_every=50, map_steps=[], wildcards=[])
+    ds = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False).squeeze()
+    assert ds.attrs["source"] == "digits" and ds.attrs["classes"] == [1, 2]
+    joint, staged = ds.isel(mode=0), ds.isel(mode=1)
+    at = lambda da, step: da.sel(step=step).values
+    assert np.array_equal(at(staged["score"], 100), at(staged["score"], 0))  # stage 1: attention frozen
+    assert not np.array_equal(at(staged["align"], 100), at(staged["align"], 0))
+    assert np.array_equal(at(staged["align"], 200), at(staged["align"], 100))  # stage 2: neurons frozen
+    assert not np.array_equal(at(staged["score"], 200), at(staged["score"], 100))
+    assert at(staged["loss_easy"], 100) < 0.1 and at(staged["loss_hard"], 100) > 0.6
+    assert at(staged["loss_hard"], 300) < at(staged["loss_hard"], 200)
+    assert at(joint["loss_hard"], 300) < 0.2 and at(joint["acc_hard"], 300) > 0.9
+
+
+def test_an_mnist_file_is_checked_and_fingerprinted(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    good = tmp_path / "mnist.npz"
+    np.savez(good, x_train=rng.integers(0, 256, (40, 28, 28)), y_train=np.arange(40) % 10)
+    plan = plan_experiment(NAME, config(source="digits", image_file=str(good), samples=16), "float64")
+    (spec,) = plan.blocks().values()
+    assert len(spec.options["image_sha256"]) == 64
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x_train=np.zeros((4, 28, 28)))
+    for path, words in ((bad, "no y_train"), (tmp_path / "absent.npz", "is not a file")):
+        with pytest.raises(ConfigError) as err:
+            plan_experiment(NAME, config(source="digits", image_file=str(path)), "float64")
+        assert str(err.value).startswith(f"experiments.{NAME}.image_file") and words in str(err.value)

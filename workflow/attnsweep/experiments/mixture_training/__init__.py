@@ -3,7 +3,7 @@ via gradient flow*.
 
 A training run, not a particle system: the two-headed ReLU transformer of Eq. 1 learns the
 K-mixture of Definition 2.1 by gradient descent (flow time t = lr x step) on the exact population
-(or minibatches of it), jointly (Section 3.1), by the three stages of Algorithm 1, or with the
+(or minibatches of it; or on sequences of real digit images, App. A.5), jointly (Section 3.1), by the three stages of Algorithm 1, or with the
 neurons frozen (Fig. 3). Two engines with one interface (``engines.py``): the parameters with
 autograd, and their Grams (exact at any width m; m = inf is the infinite-width model of
 Definition 5.1). Per (K, L, omega, m, lr, b, seed, mode, engine) the job records losses, accuracies
@@ -77,6 +77,16 @@ class MixtureTraining(Experiment):
         if "direct" in options["engines"] and math.inf in grid["m"]:
             raise ConfigError(f"{prefix}.engines", "the direct engine needs a finite width m; m = inf is the "
                                                    "infinite-width model of the gram engine")
+        if options["source"] == "digits":
+            from attnsweep.experiments.mixture_training import images
+
+            wrong = [K for K in grid["K"] if K != len(options["classes"])]
+            if wrong:
+                raise ConfigError(f"{prefix}.K", f"K = {wrong[0]:g} with {len(options['classes'])} digit classes "
+                                                 f"{options['classes']}: source digits needs K = len(classes)")
+            why = images.problem(options["image_file"], options["classes"])
+            if why:
+                raise ConfigError(f"{prefix}.image_file" if options["image_file"] else f"{prefix}.classes", why)
         late = [s for s in options["map_steps"] if s > steps]
         if late:
             raise ConfigError(f"{prefix}.map_steps", f"steps {late} are past steps = {steps}")
@@ -98,6 +108,18 @@ class MixtureTraining(Experiment):
         return {"k": signals, "key_k": signals, "query_k": signals, "opposing": list(range(L - 1)),
                 "sample": list(range(2 ** (L - 1))), "query": positions, "key": positions}
 
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """classes, samples and image_file count for source digits only; a user's image file by its
+        SHA-256 as well as its path."""
+        opts = dict(options)
+        if opts["source"] != "digits":
+            opts.update(classes=None, samples=None, image_file=None)
+        elif opts["image_file"] is not None:
+            from attnsweep.experiments.mixture_training import images
+
+            opts["image_sha256"] = images.fingerprint(opts["image_file"])
+        return opts
+
     def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
         from attnsweep.experiments.mixture_training import simulate  # torch: in jobs, not at planning
 
@@ -111,6 +133,10 @@ class MixtureTraining(Experiment):
         finite = [m for m in grid["m"] if not math.isinf(m)]
         m = int(max(finite, default=1))
         d, N = 2 * K, 2 * K * (2 * (K - 1)) ** (L - 2)
+        if opts["source"] == "digits":
+            from attnsweep.experiments.mixture_training import images
+
+            d, N = images.dimension(opts["image_file"]), opts["samples"]
         systems = len(job.seeds) * len(opts["modes"]) * math.prod(len(grid[a]) for a in ("omega", "lr", "b"))
         per_system = 2 * (8 * N * L * L + 4 * N * L * d + 8 * m * d + 6 * d * d) + 4 * N + 2 * N * (2 * d + 1)
         if opts["data"] == "minibatch":
@@ -140,17 +166,20 @@ class MixtureTraining(Experiment):
         out = out.compute()
         out = out.assign_coords(t=sweep["lr"] * sweep["step"])
         out["t"].attrs.update(long_name="flow time lr x step", units="1")
-        out.update(self.theory(out))
         out.attrs.update(sweep.attrs)
         out.attrs.update(seeds=k, loss_floor=LEVEL)
+        out.update(self.theory(out))
         return out
 
     @staticmethod
     def theory(summary: xr.Dataset) -> xr.Dataset:
         """Stage 1 at infinite width, L = 3 (notes 002 s6), on (K, b, lr, step): w_+^T v_k, w^T c_k and
         the population and easy losses while attention is uniform; valid in stage 1 of three_stage and
-        early in joint training."""
+        early in joint training, on the synthetic data only (none for source digits)."""
         from attnsweep.experiments.mixture_training import theory
+
+        if summary.attrs["source"] == "digits":
+            return xr.Dataset()
 
         K, b, t = xr.broadcast(summary["K"].astype(float), summary["b"], summary["t"])
         fields = {name: np.empty(K.shape) for name in ("a", "c", "loss_pop", "loss_easy")}

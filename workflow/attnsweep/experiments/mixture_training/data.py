@@ -7,6 +7,10 @@ has no positional encoding, so one token order stands for every order and the po
 2K (2(K-1))^{L-2} sequences of that order, each of weight 1/N (notes 002 s1). A distractor with
 eps = -y opposes the label: samples with none are consistent (easy), the others conflicting
 (hard); for L = 3 these are the paper's X_{k,s,s} and X_{k,s,-s}.
+
+Both sources of training data are :class:`Samples` in token space: the exact population
+(:func:`exact`), and i.i.d. draws with real images as the classification signals
+(:func:`of_images`, App. A.5).
 """
 
 from __future__ import annotations
@@ -76,3 +80,60 @@ def sample_types(pop: Population) -> np.ndarray:
     K = pop.tokens.shape[-1] // 2
     from_group_2 = (pop.tokens[:, 2:, K + 1] != 0).all(-1)
     return np.flatnonzero((pop.group == 0) & from_group_2)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """A training set in token space, equally weighted: what the engines train on and observe.
+
+    ``X`` (N, L, d) the sequences; ``label`` (N,) y; ``opposing`` (N,) the number of distractors
+    with eps = -y; ``basis`` (2K, d) the rows c_1..c_K, v_1..v_K on which the alignments w^T mu
+    and the scores mu^T S nu are read; ``types`` (2^{L-1}, L, d) the sequences of the sample types
+    of Fig. 2 (:func:`sample_types`) on that basis.
+    """
+
+    X: np.ndarray
+    label: np.ndarray
+    opposing: np.ndarray
+    basis: np.ndarray
+    types: np.ndarray
+
+    @property
+    def hard(self) -> np.ndarray:
+        """Conflicting samples: at least one distractor opposes the label."""
+        return self.opposing > 0
+
+
+def exact(K: int, L: int) -> Samples:
+    """The population of Definition 2.1 with d = 2K, c_k = e_k, v_k = e_{K+k} (exact, notes 002 s2)."""
+    pop, basis = population(K, L), signals(K)
+    X = pop.sequences(basis)
+    return Samples(X, pop.label, pop.opposing, basis, X[sample_types(pop)])
+
+
+def of_images(images: list[np.ndarray], L: int, samples: int, gen: np.random.Generator) -> Samples:
+    """``samples`` i.i.d. draws of Definition 2.1 with real images as classification signals (App. A.5).
+
+    ``images[k]`` (n_k, d): unit-norm images of class k, K = len(images). A draw is y, k uniform;
+    the token y x with x a uniform image of class k; L - 2 distractors eps x' with x' a uniform
+    image of a uniform other class and eps = +-1; and c_k, K random unit vectors of R^d drawn
+    once (the group signals). ``basis``: c_k and the unit class means, on which the figures read
+    alignments and scores and build the sample types.
+    """
+    K, d = len(images), images[0].shape[1]
+    c = gen.standard_normal((K, d))
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    pool = np.concatenate(images)
+    sizes = np.array([len(x) for x in images])
+    start = np.r_[0, np.cumsum(sizes)[:-1]]
+    draw = lambda group: start[group] + (gen.random(group.shape) * sizes[group]).astype(int)
+
+    y = gen.choice([1.0, -1.0], samples)
+    k = gen.integers(K, size=samples)
+    others = (k[:, None] + 1 + gen.integers(K - 1, size=(samples, L - 2))) % K
+    eps = gen.choice([1.0, -1.0], (samples, L - 2))
+    X = np.concatenate([c[k][:, None], (y[:, None] * pool[draw(k)])[:, None], eps[..., None] * pool[draw(others)]], 1)
+    means = np.stack([x.mean(0) for x in images])
+    basis = np.concatenate([c, means / np.linalg.norm(means, axis=1, keepdims=True)])
+    pop = population(K, L)
+    return Samples(X, y, (eps == -y[:, None]).sum(1), basis, pop.sequences(basis)[sample_types(pop)])

@@ -23,12 +23,19 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
     """The figures for a grid and options; captions name the slice shown."""
     at = ", ".join(f"{a} = {grid[a][0]:g}" for a in ("L", "omega", "m", "lr", "b"))
     modes = ", ".join(options["modes"])
+    if options["source"] == "digits":
+        data = (f"digit images of classes {options['classes']} as v_k, random unit c_k, {options['samples']} "
+                f"sequences from {options['image_file'] or 'scikit-learn digits'}; v_k in the alignments and scores: "
+                "the unit class mean")
+        losses, overlay = f"Fig. 8 (real data: {data})", ""
+    else:
+        losses, overlay = "Figs. 1a, 3, 5-7", "; grey: the stage-1 closed form of the population loss (infinite width, L = 3)"
     out = [
-        FigureSpec("losses", f"Figs. 1a, 3, 5-7: easy, hard and population loss over flow time per K ({modes}; "
-                             f"{at}), seed mean with a band of 2 standard errors; dotted: (1/2) log 2; grey: the "
-                             "stage-1 closed form of the population loss (infinite width, L = 3)."),
-        FigureSpec("alignment", f"Fig. 1b: neuron alignments w_+^T c_k and w_+^T v_k over flow time ({modes}; {at}); "
-                                "grey: the stage-1 closed form."),
+        FigureSpec("losses", f"{losses}: easy, hard and population loss over flow time per K ({modes}; {at}), seed "
+                             f"mean with a band of 2 standard errors; dotted: (1/2) log 2; grey dashed: the ends of stages 1 "
+                             f"and 2 of Algorithm 1{overlay}."),
+        FigureSpec("alignment", f"Fig. 1b: neuron alignments w_+^T c_k and w_+^T v_k over flow time ({modes}; {at})"
+                                f"{'; grey: the stage-1 closed form' if overlay else ''}."),
         FigureSpec("scores", f"Figs. 1c, 5-7: s_same = mean c_k^T S_+ v_k and s_cross = mean c_k^T S_+ v_j (j != k) "
                              f"over flow time, with the hard loss ({modes}; {at})."),
         FigureSpec("score_grid", f"Fig. 4: every score mu^T S_+ nu (key mu, query nu) of the smallest K over flow "
@@ -88,8 +95,13 @@ def _losses(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
                 se = _first(summary[f"{var}_se"].sel(K=K).isel(mode=i), ())
                 _band(ax, t, pick.values, se.values, color=colour, ls=STYLES[mode],
                       label=f"{var.split('_')[1]} ({mode})")
-        ax.plot(t, _first(summary["stage1_loss_pop"].sel(K=K), ()).values, color="0.6", lw=3, alpha=0.5,
-                label="stage 1 closed form")
+            if mode == "three_stage":
+                n_1, n_2 = _first(summary["stage_steps"].sel(K=K).isel(mode=i), ()).values
+                for end in (n_1, n_1 + n_2):
+                    ax.axvline(end * float(_first(summary["lr"], ())), color="0.5", ls="--", lw=0.6)
+        if "stage1_loss_pop" in summary:
+            ax.plot(t, _first(summary["stage1_loss_pop"].sel(K=K), ()).values, color="0.6", lw=3, alpha=0.5,
+                    label="stage 1 closed form")
         ax.axhline(summary.attrs["loss_floor"], color="k", ls=":", lw=0.8)
         ax.set(title=f"K = {K}", xlabel="flow time t", ylabel="loss", ylim=(0, 0.75))
     axes[0, 0].legend(fontsize=6)
@@ -108,7 +120,8 @@ def _alignment(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
                     ax.plot(t, align.sel(kind=kind, k=k).values, color=colour, ls=STYLES[mode], lw=1,
                             label=f"w+ {SIGNAL[kind]}_k ({mode})" if k == 1 else None)
         for var in ("stage1_a", "stage1_c"):
-            ax.plot(t, _first(summary[var].sel(K=K), ()).values, color="0.6", lw=3, alpha=0.5)
+            if var in summary:
+                ax.plot(t, _first(summary[var].sel(K=K), ()).values, color="0.6", lw=3, alpha=0.5)
         ax.set(title=f"K = {K}", xlabel="flow time t", ylabel="w_+^T mu")
     axes[0, 0].legend(fontsize=6)
     return fig
@@ -200,8 +213,9 @@ def _boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         B, K0 = float(row["fit_B"]), float(row["fit_K0"])
         if np.isfinite(B):
             by_K.plot(K, B * (K - K0), color=f"C{i}", lw=1, label=f"B = {B:.0f}, K0 = {K0:.2f}")
-        by_K.plot(K, theory.tstar_fit(K, omega), color=f"C{i}", ls=":", lw=1,
-                  label="notes' joint-GD fit, m = inf" if i == 0 else None)
+        if summary.attrs["source"] == "synthetic":
+            by_K.plot(K, theory.tstar_fit(K, omega), color=f"C{i}", ls=":", lw=1,
+                      label="notes' joint-GD fit, m = inf" if i == 0 else None)
     by_K.set(xlabel="K", ylabel="t*", title=f"t* against K (m = {bnd['m'].values[0]:g})")
     by_K.legend(fontsize=6)
     m = bnd["m"].values.astype(float)

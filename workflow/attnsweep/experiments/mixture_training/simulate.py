@@ -25,6 +25,7 @@ from attnsweep.experiments.mixture_training import (
     SERIES,
     data,
     engines,
+    images,
     model,
     recorded_steps,
     theory,
@@ -47,16 +48,25 @@ SHAPES = {
 }
 
 
-def initial_weights(K: int, m: int, seed: int) -> Tensor:
-    """i.i.d. N(0, 1) entries of W_K+-, W_Q+- (2 heads, 2 matrices, m, 2K), float64 on the CPU."""
+def initial_weights(K: int, m: int, seed: int, d: int) -> Tensor:
+    """i.i.d. N(0, 1) entries of W_K+-, W_Q+- (2 heads, 2 matrices, m, d), float64 on the CPU."""
     gen = rng.generator(NAME, {"K": K, "m": m}, seed, "attention")
-    return torch.randn(2, 2, m, 2 * K, generator=gen, dtype=torch.float64)
+    return torch.randn(2, 2, m, d, generator=gen, dtype=torch.float64)
 
 
-def fixed_readout(K: int, seed: int) -> Tensor:
-    """w_+- (2, 2K) with i.i.d. N(0, 1) coordinates on the signals: the frozen neurons of Fig. 3."""
+def fixed_readout(K: int, seed: int, d: int) -> Tensor:
+    """w_+- (2, d) with i.i.d. N(0, 1) coordinates: the frozen neurons of Fig. 3."""
     gen = rng.generator(NAME, {"K": K}, seed, "readout")
-    return torch.randn(2, 2 * K, generator=gen, dtype=torch.float64)
+    return torch.randn(2, d, generator=gen, dtype=torch.float64)
+
+
+def training_set(K: int, L: int, opts: dict[str, Any]) -> data.Samples:
+    """The exact population (source synthetic), or ``samples`` draws with digit images as the
+    classification signals (source digits), drawn once per (K, L) and shared by every seed."""
+    if opts["source"] == "synthetic":
+        return data.exact(K, L)
+    gen = np.random.default_rng(rng.seed_key(NAME, {"K": K, "L": L}, 0, "digits"))
+    return data.of_images(images.classes(opts["image_file"], opts["classes"]), L, opts["samples"], gen)
 
 
 def minibatches(K: int, L: int, seed: int, steps: int, batch: int, size: int) -> Tensor:
@@ -71,12 +81,15 @@ class Batch:
     def __init__(self, K: int, L: int, m: float, engine: str, systems: list[dict[str, Any]], opts: dict[str, Any],
                  device: torch.device, dtype: torch.dtype):
         self.K, self.L, self.opts = K, L, opts
-        self.pop = data.population(K, L)
+        samples = training_set(K, L, opts)
         as_tensor = {"device": device, "dtype": dtype}
-        self.X = torch.tensor(self.pop.sequences(data.signals(K)), **as_tensor)
-        self.y = torch.tensor(self.pop.label, **as_tensor)
-        self.hard = torch.tensor(self.pop.hard, device=device)
-        self.types = torch.as_tensor(data.sample_types(self.pop), device=device)
+        self.X = torch.tensor(samples.X, **as_tensor)
+        self.y = torch.tensor(samples.label, **as_tensor)
+        self.hard = torch.tensor(samples.hard, device=device)
+        self.opposing = torch.tensor(samples.opposing, device=device)
+        self.basis = torch.tensor(samples.basis, **as_tensor)
+        self.types = torch.tensor(samples.types, **as_tensor)
+        d = self.X.shape[-1]
         column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)
         self.omega, self.lr, self.b = column("omega"), column("lr"), column("b")
         modes = [s["mode"] for s in systems]
@@ -89,7 +102,7 @@ class Batch:
         self.train_w = torch.tensor([mo != "attention_only" for mo in modes], device=device)
         self.stages = stages
         seeds = [s["seed"] for s in systems]
-        readout = torch.stack([fixed_readout(K, s) if mo == "attention_only" else torch.zeros(2, 2 * K)
+        readout = torch.stack([fixed_readout(K, s, d) if mo == "attention_only" else torch.zeros(2, d)
                                for s, mo in zip(seeds, modes)]).to(**as_tensor)
         self.engine = self._engine(engine, K, m, seeds, readout, as_tensor)
         self.batches = None
@@ -98,13 +111,13 @@ class Batch:
                                         for s in seeds]).to(device=device, dtype=torch.int64)  # (B, steps, batch)
 
     def _engine(self, engine: str, K: int, m: float, seeds: list[int], w: Tensor, as_tensor: dict):
-        B, d = len(seeds), 2 * K
+        B, d = len(seeds), w.shape[-1]
         if math.isinf(m):
             eye = torch.eye(d, **as_tensor).expand(B, 2, d, d)
             scale = (self.omega**2)[:, None, None, None]
             return engines.Gram(w, torch.zeros(B, 2, d, d, **as_tensor), scale * eye, scale * eye)
         m = int(m)
-        W = torch.stack([initial_weights(K, m, s) for s in seeds]).to(**as_tensor)  # (B, 2, 2, m, d)
+        W = torch.stack([initial_weights(K, m, s, d) for s in seeds]).to(**as_tensor)  # (B, 2, 2, m, d)
         W = W * (self.omega / math.sqrt(m))[:, None, None, None, None]
         if engine == "direct":
             return engines.Direct(w, W[:, :, 0], W[:, :, 1])
@@ -135,15 +148,15 @@ class Batch:
         f = model.output(w, S, X, b)
         loss, margin = model.loss(f, y), y * f
         correct = (margin > 0).to(f.dtype) + 0.5 * (margin == 0).to(f.dtype)
-        opposing = torch.as_tensor(self.pop.opposing, device=f.device)
         out = {
             "loss_pop": loss.mean(-1), "loss_easy": loss[:, ~hard].mean(-1), "loss_hard": loss[:, hard].mean(-1),
             "acc_easy": correct[:, ~hard].mean(-1), "acc_hard": correct[:, hard].mean(-1),
             "margin_easy": margin[:, ~hard].amin(-1), "margin_hard": margin[:, hard].amin(-1),
-            "loss_opposing": torch.stack([loss[:, opposing == o].mean(-1) for o in range(self.L - 1)], -1),
+            "loss_opposing": torch.stack([loss[:, self.opposing == o].mean(-1) for o in range(self.L - 1)], -1),
         }
-        align = w.reshape(len(b), 2, 2, K)  # d = 2K: coordinates on c_1..c_K, v_1..v_K
-        score = S.reshape(len(b), 2, 2, K, 2, K)
+        basis = self.basis  # rows c_1..c_K, v_1..v_K
+        align = (w @ basis.T).reshape(len(b), 2, 2, K)
+        score = (basis @ S @ basis.T).reshape(len(b), 2, 2, K, 2, K)
         out["align"], out["score"] = align, score
         same = torch.diagonal(score[:, :, 0, :, 1, :], dim1=-2, dim2=-1)  # c_k^T S v_k
         out["s_same"] = same.mean(-1)
@@ -159,7 +172,7 @@ class Batch:
     @torch.no_grad()
     def maps(self) -> Tensor:
         """Attention maps p (B, 2, types, L, L) of both heads on the sample types (Fig. 2)."""
-        return model.attention(self.engine.scores, self.X[self.types]).cpu().double()
+        return model.attention(self.engine.scores, self.types).cpu().double()
 
     def run(self, record: np.ndarray, map_steps: list[int], progress: bool) -> tuple[dict[str, Tensor], Tensor]:
         """Train every system for ``steps``; the observables at ``record`` (R, ...) and the maps at ``map_steps``."""
@@ -242,8 +255,12 @@ def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps:
     result["engine"].attrs.update(flag_values=list(range(len(opts["engines"]))),
                                   flag_meanings=" ".join(opts["engines"]))
     result.attrs.update(mode_names=" ".join(opts["modes"]), engine_names=" ".join(opts["engines"]),
-                        data=opts["data"], steps=opts["steps"], record_every=opts["record_every"],
+                        data=opts["data"], source=opts["source"], steps=opts["steps"], record_every=opts["record_every"],
                         stage_2_objective="conditional mean over the conflicting samples (notes 002 s7.2)")
+    if opts["source"] == "digits":
+        result.attrs.update(classes=list(opts["classes"]), samples=opts["samples"],
+                            images=opts["image_file"] or "scikit-learn digits (8 x 8)",
+                            signals="c_k: random unit vectors; v_k: unit mean image of class k (App. A.5)")
     return result
 
 
@@ -265,7 +282,8 @@ VARIABLES: dict[str, dict[str, str]] = {
     "s_cross": {"long_name": "mean over j != k of c_k^T S v_j", "units": "1"},
     "loss_opposing": {"long_name": "mean loss over the samples with this many distractors opposing y",
                       "units": "nat"},
-    "align": {"long_name": "neuron alignment w^T mu, mu = c_k (kind 0) or v_k (kind 1) (Fig. 1b)", "units": "1"},
+    "align": {"long_name": "neuron alignment w^T mu, mu = c_k (kind 0) or v_k (kind 1) (Fig. 1b; source digits: "
+                           "v_k the unit mean image of class k)", "units": "1"},
     "score": {"long_name": "attention score mu^T W_K^T W_Q nu, key mu, query nu (Figs. 1c, 4)", "units": "1"},
     "attention": {"long_name": "attention weight of a query position on a key position, sample types of "
                                "group 1 with group-2 distractors (Fig. 2)", "units": "1"},
