@@ -1,4 +1,5 @@
-"""Snakemake script of the rules after simulate: one thin call into attnsweep.aggregate per rule.
+"""Snakemake script of collect, reduce and boundary: one thin call into attnsweep.aggregate per rule
+(figure runs ``attnsweep figure``, through the warm server).
 
 Everything sits under the ``__main__`` guard: collect's reader processes import this script
 again (as multiprocessing does with a main module), without Snakemake's ``snakemake`` object.
@@ -20,7 +21,5 @@ if __name__ == "__main__":
         "reduce": lambda: aggregate.reduce(smk.input.sweep, smk.output.summary),
         "boundary": lambda: aggregate.boundary(smk.input.sweep, smk.input.summary, smk.output.csv,
                                                smk.output.store),
-        "figure": lambda: aggregate.figure(smk.wildcards.figure, smk.input.summary, smk.input.boundary,
-                                           smk.output.png, smk.output.pdf),
     }
     steps[smk.rule]()

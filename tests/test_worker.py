@@ -124,3 +124,27 @@ def test_idle_server_exits(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "attnsweep.worker", str(socket), "--idle", "1"])
     assert proc.wait(timeout=60) == 0
     assert not socket.exists()
+
+
+def test_server_figure_equals_fresh_process(server: str, tmp_path: Path) -> None:
+    """`attnsweep figure` through the server draws the same PNG, byte for byte, as without one."""
+    from attnsweep import aggregate
+
+    store = tmp_path / "run.zarr"
+    proc = job(spec(), store, None)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sweep, summary = aggregate.collect([store], tmp_path / "sweep.zarr"), tmp_path / "summary.zarr"
+    aggregate.reduce(sweep, summary)
+    aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr")
+    procs = {}
+    for name, socket in (("warm", server), ("cold", None)):
+        env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV} | ({SOCKET_ENV: socket} if socket else {})
+        cmd = [sys.executable, "-m", "attnsweep.cli", "figure", "finite_size", "--summary", str(summary),
+               "--boundary", str(tmp_path / "boundary.zarr"), "--png", str(tmp_path / f"{name}.png"),
+               "--pdf", str(tmp_path / f"{name}.pdf")]
+        procs[name] = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    for proc in procs.values():
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert (tmp_path / "warm.png").read_bytes() == (tmp_path / "cold.png").read_bytes()
+    assert (tmp_path / "warm.pdf").stat().st_size > 1000

@@ -1,6 +1,7 @@
-"""Command line: ``attnsweep experiments | run | validate | status | job``.
+"""Command line: ``attnsweep experiments | run | validate | status | job | figure``.
 
-``job`` hands its job to the warm fork server of :mod:`attnsweep.worker` when one runs.
+``job`` and ``figure`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
+one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
 domain checks as the workflow, and runs it through :func:`attnsweep.jobs.run_job`, the code
 path of the simulate rule (which calls ``attnsweep job``).
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from typing import Any
 
@@ -114,13 +114,20 @@ def cmd_job(args: argparse.Namespace) -> None:
     spec = {**json.loads(args.spec), "block_mib": args.block_mib}
     request = {"spec": spec, "out": args.out, "device": args.device,
                "threads": args.threads}
-    server = os.environ.get(worker.SOCKET_ENV)
     # The marker at once (the job re-marks it with its own pid): a job killed while starting
     # reads as interrupted, and an unwritable results directory fails here, in one line.
     with running_marker(args.out):
-        status = worker.submit(server, request) if server else None
-        if status is None:  # no warm server here: run in this process
-            worker.run_request(request)
+        status = worker.run(request)
+    if status:
+        raise SystemExit(status)
+
+
+def cmd_figure(args: argparse.Namespace) -> None:
+    from attnsweep import worker
+
+    request = {"task": "figure", "figure": {"name": args.name, "summary_path": args.summary,
+                                            "boundary_path": args.boundary, "png": args.png, "pdf": args.pdf}}
+    status = worker.run(request)
     if status:
         raise SystemExit(status)
 
@@ -158,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--block-mib", type=int, default=256, help="memory budget of one row block (MiB)")
     p.set_defaults(func=cmd_job)
+
+    p = sub.add_parser("figure", help="draw one figure of a reduced sweep (what the figure rule calls)")
+    p.add_argument("name")
+    for name in ("summary", "boundary", "png", "pdf"):
+        p.add_argument(f"--{name}", required=True)
+    p.set_defaults(func=cmd_figure)
     return parser
 
 

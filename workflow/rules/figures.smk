@@ -1,4 +1,6 @@
-# One job per figure; each PNG enters `snakemake --report` with its caption.
+# One job per figure; each PNG enters `snakemake --report` with its caption. Like simulate, a
+# `run:` block whose command the warm server of worker.smk runs when one runs (local runs): a
+# figure then costs its drawing, not a fresh Python's imports of matplotlib, xarray and dask.
 
 
 rule figure:
@@ -17,5 +19,8 @@ rule figure:
         caption=figure_caption,
     log:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
-    script:
-        "../../scripts/aggregate.py"
+    run:
+        shell(
+            "{PYTHON:q} -m attnsweep.cli figure {wildcards.figure:q} --summary {input.summary:q}"
+            " --boundary {input.boundary:q} --png {output.png:q} --pdf {output.pdf:q} > {log:q} 2>&1"
+        )
