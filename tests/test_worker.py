@@ -127,7 +127,7 @@ def test_idle_server_exits(tmp_path: Path) -> None:
 
 
 def test_server_figure_equals_fresh_process(server: str, tmp_path: Path) -> None:
-    """`attnsweep figure` through the server draws the same PNG, byte for byte, as without one."""
+    """`attnsweep aggregate figure` through the server draws the same PNG, byte for byte, as without one."""
     from attnsweep import aggregate
 
     store = tmp_path / "run.zarr"
@@ -139,9 +139,9 @@ def test_server_figure_equals_fresh_process(server: str, tmp_path: Path) -> None
     procs = {}
     for name, socket in (("warm", server), ("cold", None)):
         env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV} | ({SOCKET_ENV: socket} if socket else {})
-        cmd = [sys.executable, "-m", "attnsweep.cli", "figure", "finite_size", "--summary", str(summary),
-               "--boundary", str(tmp_path / "boundary.zarr"), "--png", str(tmp_path / f"{name}.png"),
-               "--pdf", str(tmp_path / f"{name}.pdf")]
+        step = {"name": "finite_size", "summary_path": str(summary), "boundary_path": str(tmp_path / "boundary.zarr"),
+                "png": str(tmp_path / f"{name}.png"), "pdf": str(tmp_path / f"{name}.pdf")}
+        cmd = [sys.executable, "-m", "attnsweep.cli", "aggregate", "figure", json.dumps(step)]
         procs[name] = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     for proc in procs.values():
         _, err = proc.communicate(timeout=120)

@@ -1,6 +1,6 @@
-"""Command line: ``attnsweep experiments | run | validate | status | job | figure``.
+"""Command line: ``attnsweep experiments | run | validate | status | job | aggregate``.
 
-``job`` and ``figure`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
+``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
 one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
 domain checks as the workflow, and runs it through :func:`attnsweep.jobs.run_job`, the code
@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from attnsweep.errors import ConfigError
+from attnsweep.worker import AGGREGATE_STEPS
 
 GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
@@ -122,12 +123,10 @@ def cmd_job(args: argparse.Namespace) -> None:
         raise SystemExit(status)
 
 
-def cmd_figure(args: argparse.Namespace) -> None:
+def cmd_aggregate(args: argparse.Namespace) -> None:
     from attnsweep import worker
 
-    request = {"task": "figure", "figure": {"name": args.name, "summary_path": args.summary,
-                                            "boundary_path": args.boundary, "png": args.png, "pdf": args.pdf}}
-    status = worker.run(request)
+    status = worker.run({"step": args.step, "args": json.loads(args.arguments)})
     if status:
         raise SystemExit(status)
 
@@ -166,11 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--block-mib", type=int, default=256, help="memory budget of one row block (MiB)")
     p.set_defaults(func=cmd_job)
 
-    p = sub.add_parser("figure", help="draw one figure of a reduced sweep (what the figure rule calls)")
-    p.add_argument("name")
-    for name in ("summary", "boundary", "png", "pdf"):
-        p.add_argument(f"--{name}", required=True)
-    p.set_defaults(func=cmd_figure)
+    p = sub.add_parser("aggregate", help="one reduction step of a sweep (what the reduce, boundary and "
+                                         "figure rules call)")
+    p.add_argument("step", choices=AGGREGATE_STEPS)
+    p.add_argument("arguments", help="the keyword arguments of attnsweep.aggregate.<step>, as JSON")
+    p.set_defaults(func=cmd_aggregate)
     return parser
 
 

@@ -1,11 +1,12 @@
-"""A fork server that keeps torch imported between the simulate (and figure) jobs of one local run.
+"""A fork server that keeps torch imported between the simulate (and reduction) jobs of one local run.
 
 A fresh Python process pays ~2.3 s to import torch and ~1 s for xarray and zarr on a 2-core
 machine, more than many jobs compute. The workflow starts one server per local run (its
 ``onstart``); each simulate job's ``attnsweep job`` client sends the job and its own stdout and
 stderr descriptors over a Unix socket, the server forks a child that already has every module
 imported, and the child runs the job through :func:`attnsweep.jobs.run_job` with the client's
-output streams. Figure jobs go the same way (matplotlib and xarray imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
+output streams. The reduce, boundary and figure jobs go the same way (matplotlib, xarray and dask
+imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
 node, a plain shell), the client runs the job itself: results are the same either way.
 
 The server never computes, so no OpenMP or CUDA state exists when it forks. A child whose
@@ -54,13 +55,18 @@ def run(request: dict[str, Any]) -> int:
     return status
 
 
+AGGREGATE_STEPS = ("reduce", "boundary", "figure")  # collect keeps its own process: its input list is long
+
+
 def run_request(request: dict[str, Any]) -> None:
     """Run one request in this process (the child's and the no-server path): a simulate job, or
-    one figure (``task: figure``, the arguments of :func:`attnsweep.aggregate.figure`)."""
-    if request.get("task") == "figure":
-        from attnsweep.aggregate import figure
+    a step of :mod:`attnsweep.aggregate` (``step``, one of :data:`AGGREGATE_STEPS`, and its ``args``)."""
+    if "step" in request:
+        from attnsweep import aggregate
 
-        figure(**request["figure"])
+        if request["step"] not in AGGREGATE_STEPS:
+            raise ValueError(f"unknown aggregate step {request['step']!r}; one of {AGGREGATE_STEPS}")
+        getattr(aggregate, request["step"])(**request["args"])
         return
     from attnsweep.jobs import run_job
     from attnsweep.registry import JobSpec

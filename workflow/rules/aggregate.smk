@@ -1,4 +1,8 @@
 # Reductions of one experiment's runs: sweep.zarr -> summary.zarr -> boundary.{csv,zarr}.
+# reduce and boundary (and figure) are `run:` blocks that call `attnsweep aggregate STEP ARGS`,
+# which the warm server of worker.smk runs when one runs (local runs), skipping a fresh
+# Python's ~2 s of imports; collect stays a script: its list of run stores can exceed the
+# length of one command-line argument.
 
 
 rule collect:
@@ -22,8 +26,9 @@ rule reduce:
         summary=directory(f"{RESULTS}/{{experiment}}/summary.zarr"),
     log:
         f"{LOGS}/{{experiment}}/reduce.log",
-    script:
-        "../../scripts/aggregate.py"
+    run:
+        step = json.dumps({"sweep_path": input.sweep, "out": output.summary})
+        shell("{PYTHON:q} -m attnsweep.cli aggregate reduce {step:q} > {log:q} 2>&1")
 
 
 rule boundary:
@@ -35,5 +40,8 @@ rule boundary:
         store=directory(f"{RESULTS}/{{experiment}}/boundary.zarr"),
     log:
         f"{LOGS}/{{experiment}}/boundary.log",
-    script:
-        "../../scripts/aggregate.py"
+    run:
+        step = json.dumps(
+            {"sweep_path": input.sweep, "summary_path": input.summary, "csv": output.csv, "out": output.store}
+        )
+        shell("{PYTHON:q} -m attnsweep.cli aggregate boundary {step:q} > {log:q} 2>&1")

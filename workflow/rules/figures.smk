@@ -1,6 +1,5 @@
-# One job per figure; each PNG enters `snakemake --report` with its caption. Like simulate, a
-# `run:` block whose command the warm server of worker.smk runs when one runs (local runs): a
-# figure then costs its drawing, not a fresh Python's imports of matplotlib, xarray and dask.
+# One job per figure; each PNG enters `snakemake --report` with its caption. Like reduce and
+# boundary (aggregate.smk), a `run:` block whose command the warm server runs (local runs).
 
 
 rule figure:
@@ -20,7 +19,8 @@ rule figure:
     log:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
     run:
-        shell(
-            "{PYTHON:q} -m attnsweep.cli figure {wildcards.figure:q} --summary {input.summary:q}"
-            " --boundary {input.boundary:q} --png {output.png:q} --pdf {output.pdf:q} > {log:q} 2>&1"
+        step = json.dumps(
+            {"name": wildcards.figure, "summary_path": input.summary, "boundary_path": input.boundary,
+             "png": output.png, "pdf": output.pdf}
         )
+        shell("{PYTHON:q} -m attnsweep.cli aggregate figure {step:q} > {log:q} 2>&1")
