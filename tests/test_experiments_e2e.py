@@ -3,10 +3,10 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
 (tests/slurm_configs/<experiment>.yaml; test_slurm runs the same configs on SLURM):
 
 - a whole run to figures: every figure the experiment declares, a boundary table with rows;
-- kill -9 of the whole process tree at a seeded random moment of simulate, then resume: run
-  stores and aggregates bit for bit those of the uninterrupted run;
-- grow a batched axis and add a value of a fanned-out one: only the new blocks run, no old
-  store is rewritten, and the grown sweep equals a from-scratch run of the grown config.
+- grow a batched axis and add a value of a fanned-out one: only the new blocks are planned;
+  kill -9 of the whole process tree at a seeded random moment of that run's simulate, then
+  resume: no old store is rewritten, and the aggregates equal a from-scratch, uninterrupted
+  run of the grown config bit for bit (one test: each step alone would cost a whole run more).
 """
 
 from __future__ import annotations
@@ -40,17 +40,6 @@ def planned_simulate_jobs(workdir: Path, experiment: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def assert_same_results(workdir: Path, ref: Path, experiment: str) -> None:
-    runs, want = workdir / "results" / experiment / "runs", ref / "results" / experiment / "runs"
-    assert sorted(final_stores(runs)) == sorted(final_stores(want))
-    for rel, path in final_stores(runs).items():
-        assert_same_store(path, want / rel)
-    for name in AGGREGATES:
-        assert_same_store(workdir / "results" / experiment / name, ref / "results" / experiment / name)
-    csv = data_target(experiment)
-    assert (workdir / csv).read_bytes() == (ref / csv).read_bytes()
-
-
 @pytest.fixture(scope="module", params=EXPERIMENTS)
 def reference(request, tiny_run) -> tuple[str, Path]:
     """One uninterrupted run of the tiny config, figures included (shared, read-only)."""
@@ -69,22 +58,12 @@ def test_whole_run_draws_every_figure(reference: tuple[str, Path]) -> None:
     assert len(final_stores(out / "runs")) == len(plan.jobs())
 
 
-def test_kill_9_during_simulate_then_resume(reference: tuple[str, Path], tmp_path: Path) -> None:
-    experiment, ref = reference
-    workdir = prepare(tmp_path / "killed", tiny(experiment))
-    proc = start(workdir, data_target(experiment), name="killed")
-    marker = workdir / "results" / experiment / "runs"
-    wait_for(proc, lambda: any(marker.rglob(".*.running")), "a simulate job in flight", workdir)
-    time.sleep(random.Random(20261123).uniform(0.0, 0.5))
-    kill_tree(proc, workdir)
-    for rel, path in final_stores(workdir / "results").items():  # nothing half-written at a final path
-        assert_same_store(path, ref / "results" / rel)
-    run_ok(workdir, "--unlock", name="unlock")
-    run_ok(workdir, data_target(experiment), name="resumed")
-    assert_same_results(workdir, ref, experiment)
-
-
-def test_grown_grid_runs_only_the_new_blocks(reference: tuple[str, Path], tmp_path: Path) -> None:
+def test_grow_then_kill_9_then_resume(reference: tuple[str, Path], tmp_path: Path) -> None:
+    """Grow a batched axis and add a value of a fanned-out one to the reference's directory: only
+    the new blocks are planned. Kill -9 that run's whole process tree at a seeded random moment of
+    a new block's simulate and resume it: no old store is ever rewritten, and the aggregates equal
+    a from-scratch, uninterrupted run of the grown config bit for bit (a half-written store at a
+    final path would show there)."""
     experiment, ref = reference
     config = tiny(experiment)
     plan = load_sweep(config).plans[experiment]
@@ -102,10 +81,20 @@ def test_grown_grid_runs_only_the_new_blocks(reference: tuple[str, Path], tmp_pa
     # one new block (the new batched value) per old point, one whole block per new point
     new_points = len(load_sweep(config).plans[experiment].blocks()) - points
     assert planned_simulate_jobs(work, experiment) == points + new_points
-    run_ok(work, data_target(experiment), name="grown")
-    assert {p: p.stat().st_mtime_ns for p in old} == old, "an old store was rewritten"
+
+    proc = start(work, data_target(experiment), name="killed")
+    marker = work / "results" / experiment / "runs"
+    wait_for(proc, lambda: any(marker.rglob(".*.running")), "a simulate job in flight", work)
+    time.sleep(random.Random(20261123).uniform(0.0, 0.5))
+    kill_tree(proc, work)
+    assert {p: p.stat().st_mtime_ns for p in old} == old, "the killed run rewrote an old store"
+    run_ok(work, "--unlock", name="unlock")
+    run_ok(work, data_target(experiment), name="resumed")
+    assert {p: p.stat().st_mtime_ns for p in old} == old, "the resumed run rewrote an old store"
 
     fresh = prepare(tmp_path / "fresh", config)
     run_ok(fresh, data_target(experiment), name="fresh")
-    for name in ("sweep.zarr", "summary.zarr"):
+    for name in AGGREGATES:
         assert_same_store(work / "results" / experiment / name, fresh / "results" / experiment / name)
+    csv = data_target(experiment)
+    assert (work / csv).read_bytes() == (fresh / csv).read_bytes()
