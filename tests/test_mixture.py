@@ -302,3 +302,14 @@ def test_an_mnist_file_is_checked_and_fingerprinted(tmp_path) -> None:
         with pytest.raises(ConfigError) as err:
             plan_experiment(NAME, config(source="digits", image_file=str(path)), "float64")
         assert str(err.value).startswith(f"experiments.{NAME}.image_file") and words in str(err.value)
+
+
+def test_both_logit_paths_agree(monkeypatch) -> None:
+    """The pair-product logits (small data) equal the einsum logits and x_h^T S x_l itself."""
+    _, X, _ = tensors(3, 4)
+    S = torch.randn(5, 2, 6, 6, generator=torch.Generator().manual_seed(1))
+    direct = torch.einsum("nhi,bcij,nlj->bcnlh", X, S, X)
+    small = model.logits(S, X)
+    monkeypatch.setattr(model, "PAIR_BUDGET", 0)
+    large = model.logits(S, X)
+    assert torch.allclose(small, direct, rtol=0, atol=1e-13) and torch.allclose(large, direct, rtol=0, atol=1e-13)

