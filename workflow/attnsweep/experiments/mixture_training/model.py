@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-
 PAIR_BUDGET = 1 << 22  # entries of the pair tensor up to which the logits are one matrix product
 
 
