@@ -258,9 +258,9 @@ def test_image_draws_follow_definition_2_1() -> None:
     assert np.allclose(drawn.X[:, 0], c[group])
     pop = data.population(K, L)
     signal_part = drawn.X.copy()
-    signal_part[:, 0] = np.eye(2 * K)[group]  # c_k -> e_k: the population's coordinates
+    signal_part[:, 0] = np.eye(2 * K)[group]  # c_k -> e_k: the population's coordinates (+ 0.0 below: no -0.0)
     index = {tokens.tobytes(): i for i, tokens in enumerate(pop.tokens)}
-    which = np.array([index[(s + 0.0).tobytes()] for s in signal_part])  # + 0.0: no -0.0  # KeyError: not a population sequence
+    which = np.array([index[(s + 0.0).tobytes()] for s in signal_part])  # KeyError: not a population sequence
     assert np.array_equal(drawn.label, pop.label[which]) and np.array_equal(drawn.opposing, pop.opposing[which])
     counts = np.bincount(which, minlength=len(pop.label))
     expected = n / len(pop.label)

@@ -3,8 +3,8 @@ via gradient flow*.
 
 A training run, not a particle system: the two-headed ReLU transformer of Eq. 1 learns the
 K-mixture of Definition 2.1 by gradient descent (flow time t = lr x step) on the exact population
-(or minibatches of it; or on sequences of real digit images, App. A.5), jointly (Section 3.1), by the three stages of Algorithm 1, or with the
-neurons frozen (Fig. 3). Two engines with one interface (``engines.py``): the parameters with
+(or minibatches of it; or on sequences of real digit images, App. A.5), jointly (Section 3.1),
+by the three stages of Algorithm 1, or with the neurons frozen (Fig. 3). Two engines with one interface (``engines.py``): the parameters with
 autograd, and their Grams (exact at any width m; m = inf is the infinite-width model of
 Definition 5.1). Per (K, L, omega, m, lr, b, seed, mode, engine) the job records losses, accuracies
 and margins of the easy and hard samples, neuron alignments, the full score grid of both heads,

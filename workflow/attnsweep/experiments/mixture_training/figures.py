@@ -29,11 +29,12 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
                 "the unit class mean")
         losses, overlay = f"Fig. 8 (real data: {data})", ""
     else:
-        losses, overlay = "Figs. 1a, 3, 5-7", "; grey: the stage-1 closed form of the population loss (infinite width, L = 3)"
+        losses = "Figs. 1a, 3, 5-7"
+        overlay = "; grey: the stage-1 closed form of the population loss (infinite width, L = 3)"
     out = [
         FigureSpec("losses", f"{losses}: easy, hard and population loss over flow time per K ({modes}; {at}), seed "
-                             f"mean with a band of 2 standard errors; dotted: (1/2) log 2; grey dashed: the ends of stages 1 "
-                             f"and 2 of Algorithm 1{overlay}."),
+                             "mean with a band of 2 standard errors; dotted: (1/2) log 2; grey dashed: the ends of "
+                             f"stages 1 and 2 of Algorithm 1{overlay}."),
         FigureSpec("alignment", f"Fig. 1b: neuron alignments w_+^T c_k and w_+^T v_k over flow time ({modes}; {at})"
                                 f"{'; grey: the stage-1 closed form' if overlay else ''}."),
         FigureSpec("scores", f"Figs. 1c, 5-7: s_same = mean c_k^T S_+ v_k and s_cross = mean c_k^T S_+ v_j (j != k) "

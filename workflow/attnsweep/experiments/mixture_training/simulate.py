@@ -255,7 +255,8 @@ def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps:
     result["engine"].attrs.update(flag_values=list(range(len(opts["engines"]))),
                                   flag_meanings=" ".join(opts["engines"]))
     result.attrs.update(mode_names=" ".join(opts["modes"]), engine_names=" ".join(opts["engines"]),
-                        data=opts["data"], source=opts["source"], steps=opts["steps"], record_every=opts["record_every"],
+                        data=opts["data"], source=opts["source"], steps=opts["steps"],
+                        record_every=opts["record_every"],
                         stage_2_objective="conditional mean over the conflicting samples (notes 002 s7.2)")
     if opts["source"] == "digits":
         result.attrs.update(classes=list(opts["classes"]), samples=opts["samples"],
