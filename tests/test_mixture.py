@@ -59,7 +59,7 @@ def test_population_is_definition_2_1(K: int, L: int) -> None:
     distractor_groups = np.abs(coefficients[:, 2:, K:]).argmax(-1)
     assert np.all(distractor_groups != pop.group[:, None])
     if L == 3:
-        assert pop.hard.mean() == 0.5  # P(conflicting) = 1/2 for L = 3, every K
+        assert data.exact(K, L).hard.mean() == 0.5  # P(conflicting) = 1/2 for L = 3, every K
     assert data.sample_types(pop).size == 2 ** (L - 1)
 
 

@@ -44,11 +44,6 @@ class Population:
     group: np.ndarray
     opposing: np.ndarray
 
-    @property
-    def hard(self) -> np.ndarray:
-        """Conflicting samples: at least one distractor opposes the label."""
-        return self.opposing > 0
-
     def sequences(self, basis: np.ndarray) -> np.ndarray:
         """The sequences X (N, L, d) for signal rows ``basis`` (2K, d) (see :func:`signals`)."""
         return self.tokens @ basis
