@@ -174,20 +174,31 @@ class Batch:
         """Attention maps p (B, 2, types, L, L) of both heads on the sample types (Fig. 2)."""
         return model.attention(self.engine.scores, self.types).cpu().double()
 
-    def run(self, record: np.ndarray, map_steps: list[int], progress: bool) -> tuple[dict[str, Tensor], Tensor]:
-        """Train every system for ``steps``; the observables at ``record`` (R, ...) and the maps at ``map_steps``."""
-        records, maps = [], []
-        wanted, maps_wanted = set(record.tolist()), set(map_steps)
+    def run(self, record: np.ndarray, map_steps: list[int], progress: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Train every system for ``steps``; the observables at ``record`` (B, R, ...) and the maps at
+        ``map_steps`` (B, M, ...), float64. Each is written into one array allocated at its first
+        record: keeping a thousand records as small tensors among every step's temporaries fragmented
+        the heap to 12 GiB at K = 8 (1001 records, 20 steps apart), for 0.3 GB of data."""
+        rows, map_rows = {s: r for r, s in enumerate(record.tolist())}, {s: r for r, s in enumerate(map_steps)}
+        series: dict[str, np.ndarray] = {}
+        maps: dict[str, np.ndarray] = {}
         steps = self.opts["steps"]
         for step in tqdm(range(steps + 1), disable=not progress, desc=f"K={self.K} L={self.L}", leave=False):
-            if step in wanted:
-                records.append(self.observe())
-            if step in maps_wanted:
-                maps.append(self.maps())
+            if step in rows:
+                _put(series, self.observe(), rows[step], len(rows))
+            if step in map_rows:
+                _put(maps, {"attention": self.maps()}, map_rows[step], len(map_rows))
             if step < steps:
                 self.engine.step(self.X, self.y, self.b, *self.weights(step))
-        series = {k: torch.stack([r[k] for r in records], 1) for k in records[0]}
-        return series, torch.stack(maps, 1)
+        return series, maps["attention"]
+
+
+def _put(arrays: dict[str, np.ndarray], values: dict[str, Tensor], row: int, rows: int) -> None:
+    """Write each (B, ...) value at ``row`` of its (B, rows, ...) array, allocated on first use."""
+    for key, value in values.items():
+        if key not in arrays:
+            arrays[key] = np.empty((value.shape[0], rows, *value.shape[1:]))
+        arrays[key][:, row] = value.numpy()
 
 
 def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
@@ -222,9 +233,9 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
             at = (iK, iL, io, im, ilr, ib, isd, imo, ie)
             for var, extra in SHAPES.items():
                 cut = tuple(slice(0, extent.get(dim)) for dim in extra)
-                values[var][(*at, slice(None), *cut)] = series[var].numpy()
+                values[var][(*at, slice(None), *cut)] = series[var]
             types = 2 ** (L - 1)
-            attention[(*at, slice(None), slice(None), slice(0, types), slice(0, L), slice(0, L))] = maps.numpy()
+            attention[(*at, slice(None), slice(None), slice(0, types), slice(0, L), slice(0, L))] = maps
             stage[at] = np.array([s if mo == "three_stage" else (np.nan, np.nan)
                                   for s, mo in zip(batch.stages, (s["mode"] for s in systems))], float)
     return dataset(job, axes, record, map_steps, values, attention, stage)
