@@ -33,7 +33,7 @@ import time
 import torch
 from torch import Tensor, nn
 
-from attnsweep.experiments.mixture_training import data, engines
+from attnsweep.experiments.mixture_training import data, engines, model
 
 
 def population(K: int, L: int, device: torch.device) -> tuple[Tensor, Tensor]:
@@ -100,11 +100,12 @@ def train_batched(args: argparse.Namespace, device: torch.device) -> tuple[Tenso
     B, d = args.seeds, 2 * args.K
     W = torch.stack([initial_attention(seed, args.K, args.m, args.omega) for seed in range(B)]).to(device)
     engine = engines.Direct(torch.zeros(B, 2, d, dtype=torch.float64, device=device), W[:, :, 0], W[:, :, 1])
+    sequences = model.Sequences.of(X)
     column = lambda value: torch.full((B,), value, dtype=torch.float64, device=device)
     b, lr = column(args.b), column(args.lr)
     weight = torch.full((B, len(y)), 1.0 / len(y), dtype=torch.float64, device=device)
     for _ in range(args.steps):
-        engine.step(X, y, b, weight, lr, lr)
+        engine.step(sequences, y, b, weight, lr, lr)
     return engine.w, engine.scores
 
 

@@ -36,9 +36,9 @@ def train(engine, X, y, steps: int, lr: float = 0.1, b: float = 0.5, lr_w: float
     B = engine.w.shape[0]
     full = lambda v: torch.full((B,), v)
     weight = torch.full((B, len(y)), 1 / len(y))
-    path = []
+    seq, path = model.Sequences.of(X), []
     for _ in range(steps):
-        engine.step(X, y, full(b), weight, full(lr if lr_w is None else lr_w), full(lr))
+        engine.step(seq, y, full(b), weight, full(lr if lr_w is None else lr_w), full(lr))
         path.append((engine.w.clone(), engine.scores.clone()))
     return path
 
@@ -70,9 +70,9 @@ def test_score_gradient_is_app_b1() -> None:
     gen = torch.Generator().manual_seed(1)
     w = torch.randn(2 * K, generator=gen)
     S = (0.7 * torch.randn(2 * K, 2 * K, generator=gen)).requires_grad_(True)
-    H = model.heads(w[None].expand(2, -1), S[None].expand(2, -1, -1), X)[0]  # (N,)
+    H = model.heads(w[None].expand(2, -1), S[None].expand(2, -1, -1), model.Sequences.of(X))[0]  # (N,)
     grads = torch.stack([torch.autograd.grad(h, S, retain_graph=True)[0] for h in H[:5]])
-    p = model.attention(S.detach(), X[:5])  # (5, L, L)
+    p = model.attention(S.detach(), model.Sequences.of(X[:5]))  # (5, L, L)
     u = X[:5] @ w  # (5, L)
     ubar = (p * u[:, None, :]).sum(-1)  # (5, L)
     closed = torch.einsum("nlh,nlh,nhi,nlj->nij", p, u[:, None, :] - ubar[:, :, None], X[:5], X[:5])
@@ -86,9 +86,10 @@ def test_features_reproduce_the_output() -> None:
     gen = torch.Generator().manual_seed(2)
     w, S = torch.randn(B, 2, 2 * K, generator=gen), torch.randn(B, 2, 2 * K, 2 * K, generator=gen)
     b = torch.tensor([0.5, 0.1, 2.0])
-    F = model.features(w, S, X, b)
+    seq = model.Sequences.of(X)
+    F = model.features(w, S, seq, b)
     theta = torch.cat([w[:, 0], w[:, 1], torch.ones(B, 1)], -1)
-    torch.testing.assert_close(torch.einsum("bnp,bp->bn", F, theta), model.output(w, S, X, b), rtol=0, atol=1e-12)
+    torch.testing.assert_close(torch.einsum("bnp,bp->bn", F, theta), model.output(w, S, seq, b), rtol=0, atol=1e-12)
 
 
 # ---------------------------------------------------------------- engines
@@ -204,7 +205,7 @@ def test_corrected_lemma_6_1_classifies_and_the_printed_one_does_not(K: int) -> 
     _, X, y = tensors(K, 3)
     for corrected, accuracy in ((True, 1.0), (False, 0.5)):
         w, S, b = (torch.as_tensor(v) for v in theory.lemma61(K, 50.0, corrected))
-        f = model.output(w, S, X, b.reshape(()))
+        f = model.output(w, S, model.Sequences.of(X), b.reshape(()))
         assert float(((y * f) > 0).double().mean()) == accuracy
 
 
@@ -304,12 +305,17 @@ def test_an_mnist_file_is_checked_and_fingerprinted(tmp_path) -> None:
         assert str(err.value).startswith(f"experiments.{NAME}.image_file") and words in str(err.value)
 
 
-def test_both_logit_paths_agree(monkeypatch) -> None:
-    """The pair-product logits (small data) equal the einsum logits and x_h^T S x_l itself."""
-    _, X, _ = tensors(3, 4)
-    S = torch.randn(5, 2, 6, 6, generator=torch.Generator().manual_seed(1))
-    direct = torch.einsum("nhi,bcij,nlj->bcnlh", X, S, X)
-    small = model.logits(S, X)
-    monkeypatch.setattr(model, "PAIR_BUDGET", 0)
-    large = model.logits(S, X)
-    assert torch.allclose(small, direct, rtol=0, atol=1e-13) and torch.allclose(large, direct, rtol=0, atol=1e-13)
+def test_sequences_factor_the_tokens_and_both_logit_paths_agree() -> None:
+    """X = U[index] exactly, with the 3K distinct tokens of the population (c_k, +-v_k); the
+    gathered logits (few tokens) and the per-sample products (one token per position) both equal
+    x_h^T S x_l."""
+    K, L = 3, 4
+    _, X, _ = tensors(K, L)
+    seq = model.Sequences.of(X)
+    assert seq.tokens.shape == (3 * K, 2 * K) and torch.equal(seq.X, X)
+    every = model.Sequences(X.transpose(0, 1).reshape(-1, 2 * K), torch.arange(X.shape[0] * L).reshape(L, -1))
+    assert torch.equal(every.X, X) and every.tokens.shape[0] ** 2 > L * L * X.shape[0]
+    S = torch.randn(5, 2, 2 * K, 2 * K, generator=torch.Generator().manual_seed(1))
+    direct = torch.einsum("nhi,bcij,nlj->bclhn", X, S, X)
+    for factored in (seq, every):
+        torch.testing.assert_close(model.logits(S, factored), direct, rtol=0, atol=1e-13)

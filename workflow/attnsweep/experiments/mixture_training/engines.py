@@ -23,7 +23,7 @@ from torch import Tensor
 from attnsweep.experiments.mixture_training import model
 
 
-def objective(w: Tensor, S: Tensor, X: Tensor, y: Tensor, b: Tensor, weight: Tensor) -> Tensor:
+def objective(w: Tensor, S: Tensor, X: model.Sequences, y: Tensor, b: Tensor, weight: Tensor) -> Tensor:
     """sum_b sum_n weight[b, n] l(y_n f_b(X_n)): the sum over systems of each one's weighted loss."""
     return (weight * model.loss(model.output(w, S, X, b), y)).sum()
 
@@ -39,7 +39,7 @@ class Direct:
         """S = W_K^T W_Q (B, 2, d, d)."""
         return self.W_K.transpose(-1, -2) @ self.W_Q
 
-    def step(self, X: Tensor, y: Tensor, b: Tensor, weight: Tensor, lr_w: Tensor, lr_att: Tensor) -> None:
+    def step(self, X: model.Sequences, y: Tensor, b: Tensor, weight: Tensor, lr_w: Tensor, lr_att: Tensor) -> None:
         params = [p.detach().requires_grad_(True) for p in (self.w, self.W_K, self.W_Q)]
         w, W_K, W_Q = params
         grads = torch.autograd.grad(objective(w, W_K.transpose(-1, -2) @ W_Q, X, y, b, weight), params)
@@ -65,7 +65,7 @@ class Gram:
     def scores(self) -> Tensor:
         return self.S
 
-    def step(self, X: Tensor, y: Tensor, b: Tensor, weight: Tensor, lr_w: Tensor, lr_att: Tensor) -> None:
+    def step(self, X: model.Sequences, y: Tensor, b: Tensor, weight: Tensor, lr_w: Tensor, lr_att: Tensor) -> None:
         w, S = (p.detach().requires_grad_(True) for p in (self.w, self.S))
         grad_w, G = torch.autograd.grad(objective(w, S, X, y, b, weight), (w, S))
         eta = lr_att[:, None, None, None]

@@ -83,13 +83,13 @@ class Batch:
         self.K, self.L, self.opts = K, L, opts
         samples = training_set(K, L, opts)
         as_tensor = {"device": device, "dtype": dtype}
-        self.X = torch.tensor(samples.X, **as_tensor)
+        self.sequences = model.Sequences.of(torch.tensor(samples.X, **as_tensor))
         self.y = torch.tensor(samples.label, **as_tensor)
         self.hard = torch.tensor(samples.hard, device=device)
         self.opposing = torch.tensor(samples.opposing, device=device)
         self.basis = torch.tensor(samples.basis, **as_tensor)
         self.types = torch.tensor(samples.types, **as_tensor)
-        d = self.X.shape[-1]
+        d = samples.X.shape[-1]
         column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)
         self.omega, self.lr, self.b = column("omega"), column("lr"), column("b")
         modes = [s["mode"] for s in systems]
@@ -143,7 +143,7 @@ class Batch:
     @torch.no_grad()
     def observe(self) -> dict[str, Tensor]:
         """Every recorded observable of every system, (B, ...) on the CPU in float64."""
-        K, X, y, hard = self.K, self.X, self.y, self.hard
+        K, X, y, hard = self.K, self.sequences, self.y, self.hard
         w, S, b = self.engine.w, self.engine.scores, self.b
         f = model.output(w, S, X, b)
         loss, margin = model.loss(f, y), y * f
@@ -172,7 +172,7 @@ class Batch:
     @torch.no_grad()
     def maps(self) -> Tensor:
         """Attention maps p (B, 2, types, L, L) of both heads on the sample types (Fig. 2)."""
-        return model.attention(self.engine.scores, self.types).cpu().double()
+        return model.attention(self.engine.scores, model.Sequences.of(self.types)).cpu().double()
 
     def run(self, record: np.ndarray, map_steps: list[int], progress: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Train every system for ``steps``; the observables at ``record`` (B, R, ...) and the maps at
@@ -189,7 +189,7 @@ class Batch:
             if step in map_rows:
                 _put(maps, {"attention": self.maps()}, map_rows[step], len(map_rows))
             if step < steps:
-                self.engine.step(self.X, self.y, self.b, *self.weights(step))
+                self.engine.step(self.sequences, self.y, self.b, *self.weights(step))
         return series, maps["attention"]
 
 
