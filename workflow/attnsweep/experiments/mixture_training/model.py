@@ -49,13 +49,16 @@ def logits(S: Tensor, seq: Sequences) -> Tensor:
     """x_h^T S x_l (..., L, L, N) at [l, h, n], query l, key h.
 
     Few distinct tokens (T^2 <= L^2 N: the population): entries of U S U^T gathered by token
-    index. Otherwise (the digit images): S x_l for every position, then one product per sample.
+    index (``index_select``: its backward is 2.5x faster than that of advanced indexing). Otherwise
+    (the digit images): S x_l for every position, then one product per sample.
     """
     U, a = seq.tokens, seq.index
     L, N = a.shape
-    if U.shape[0] ** 2 <= L * L * N:
+    T = U.shape[0]
+    if T**2 <= L * L * N:
         M = U @ S @ U.T  # (..., T, T): [a, b] = u_a^T S u_b
-        return M[..., a[None, :, :], a[:, None, :]]  # [l, h, n] = M[a[h, n], a[l, n]]
+        entries = (a[None, :, :] * T + a[:, None, :]).flatten()  # [l, h, n] -> M[a[h, n], a[l, n]], flat
+        return M.flatten(-2).index_select(-1, entries).unflatten(-1, (L, L, N))
     X = seq.positions  # (L, N, d)
     queries = (X.reshape(L * N, -1) @ S.transpose(-1, -2)).unflatten(-2, (L, N))  # (..., L, N, d): S x_l
     return torch.einsum("hni,...lni->...lhn", X, queries)
@@ -79,7 +82,7 @@ def received(S: Tensor, seq: Sequences) -> Tensor:
 def heads(w: Tensor, S: Tensor, seq: Sequences) -> Tensor:
     """H(X) = sum_l w^T X softmax(X^T S x_l) = sum_h (sum_l p_lh) w^T x_h (Eq. 1), (..., 2, N):
     a sum over queries, not a mean."""
-    values = (w @ seq.tokens.T)[..., seq.index]  # (..., 2, L, N): w^T x_h
+    values = (w @ seq.tokens.T).index_select(-1, seq.index.flatten()).unflatten(-1, seq.index.shape)  # w^T x_h
     return (received(S, seq) * values).sum(-2)
 
 
