@@ -1,7 +1,7 @@
 """Seeds batched in one tensor computation against a loop over seeds (issue 7, paper 002).
 
 The training of ``mixture_training`` (joint mode, exact population of Definition 2.1, full-batch
-gradient descent), two ways, at equal results:
+gradient descent), three ways, at equal results:
 
 - ``loop``: the usual PyTorch training loop, one seed after another: per seed a
   ``torch.nn.Module`` holding w_+-, W_K+-, W_Q+- (m x d) as ``nn.Parameter`` and
@@ -11,10 +11,12 @@ gradient descent), two ways, at equal results:
 - ``batched``: ``engines.Direct`` over every seed at once, parameters w (S, 2, d) and
   W_K, W_Q (S, 2, m, d), one autograd pass for all S systems and a manual GD update, on the
   population-mean objective (weight 1/N per sample), lr_w = lr_att = lr.
-- ``both``: both, then assert that every seed's final w and S = W_K^T W_Q agree (float64:
+- ``loop_model``: the loop, with the experiment's own forward (``model.output``) in the module:
+  the batched engine's per-sample arithmetic, one seed at a time.
+- ``both``: all three, then assert that every seed's final w and S = W_K^T W_Q agree (float64:
   within 1e-10) and print the largest difference.
 
-Both start from the same draw: per seed a ``torch.Generator`` seeded with the seed gives
+All start from the same draw: per seed a ``torch.Generator`` seeded with the seed gives
 W_K+-, W_Q+- i.i.d. N(0, omega^2 / m); w starts at 0, as the experiment's joint mode does.
 The default 500 steps make each training at least a few seconds on 2 cores, long next to the
 import of torch and to timer noise, so whole-process timing from outside is stable. The result
@@ -69,7 +71,7 @@ class TwoHeads(nn.Module):
 
     def forward(self, X: Tensor) -> Tensor:
         """f(X) = ReLU(H_+ + b) - ReLU(H_- + b), (N,), H = sum_l w^T X softmax_h(x_h^T S x_l), both heads
-        at once in plain matrix products (about 20% faster per step here than ``model.output``'s einsums)."""
+        at once in plain matrix products."""
         w, S = self.readout(), self.scores()
         logits = (X @ S.transpose(-1, -2)[:, None]) @ X.transpose(-1, -2)  # (2, N, L, L): [l, h] = x_h^T S x_l
         pooled = (logits.softmax(-1).sum(-2)[..., None, :] @ X).squeeze(-2)  # (2, N, d): sum_l X p_l
@@ -77,12 +79,21 @@ class TwoHeads(nn.Module):
         return torch.relu(H[0]) - torch.relu(H[1])
 
 
-def train_loop(args: argparse.Namespace, device: torch.device) -> tuple[Tensor, Tensor]:
+class ModelHeads(TwoHeads):
+    """The same parameters, with the experiment's forward ``model.output`` on the factored sequences."""
+
+    def forward(self, X: model.Sequences) -> Tensor:
+        return model.output(self.readout(), self.scores(), X, self.b)
+
+
+def train_loop(args: argparse.Namespace, device: torch.device, net_class: type[TwoHeads] = TwoHeads
+               ) -> tuple[Tensor, Tensor]:
     """One seed after another: final w (S, 2, d) and S (S, 2, d, d)."""
     X, y = population(args.K, args.L, device)
+    X = model.Sequences.of(X) if net_class is ModelHeads else X
     finals = []
     for seed in range(args.seeds):
-        net = TwoHeads(initial_attention(seed, args.K, args.m, args.omega).to(device), args.b)
+        net = net_class(initial_attention(seed, args.K, args.m, args.omega).to(device), args.b)
         opt = torch.optim.SGD(net.parameters(), lr=args.lr)
         for _ in range(args.steps):
             opt.zero_grad()
@@ -121,7 +132,7 @@ def timed(fn, args: argparse.Namespace, device: torch.device) -> tuple[float, tu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("batched", "loop", "both"), default="both")
+    parser.add_argument("--mode", choices=("batched", "loop", "loop_model", "both"), default="both")
     parser.add_argument("--seeds", type=int, default=32)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--K", type=int, default=2)
@@ -137,16 +148,19 @@ def main() -> None:
     device = torch.device(args.device)
     setting = f"K={args.K} L={args.L} m={args.m} seeds={args.seeds} steps={args.steps} {args.device}"
     results = {}
-    for mode, fn in (("loop", train_loop), ("batched", train_batched)):
+    modes = {"loop": train_loop, "loop_model": lambda a, dev: train_loop(a, dev, ModelHeads), "batched": train_batched}
+    for mode, fn in modes.items():
         if args.mode in (mode, "both"):
             seconds, results[mode] = timed(fn, args, device)
             print(f"{mode}: {seconds:.3f} s training, {setting}")
     if args.mode == "both":
-        (w_loop, S_loop), (w_batch, S_batch) = results["loop"], results["batched"]
-        diff = max((w_loop - w_batch).abs().max().item(), (S_loop - S_batch).abs().max().item())
-        scale = max(w_loop.abs().max().item(), S_loop.abs().max().item())
-        print(f"max |loop - batched| over final w and S = {diff:.2e} (largest entry {scale:.3g})")
-        assert diff <= 1e-10, f"loop and batched disagree: {diff:.2e}"
+        w_batch, S_batch = results["batched"]
+        for mode in ("loop", "loop_model"):
+            w_loop, S_loop = results[mode]
+            diff = max((w_loop - w_batch).abs().max().item(), (S_loop - S_batch).abs().max().item())
+            scale = max(w_loop.abs().max().item(), S_loop.abs().max().item())
+            print(f"max |{mode} - batched| over final w and S = {diff:.2e} (largest entry {scale:.3g})")
+            assert diff <= 1e-10, f"{mode} and batched disagree: {diff:.2e}"
 
 
 if __name__ == "__main__":
