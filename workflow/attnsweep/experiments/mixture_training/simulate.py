@@ -88,7 +88,7 @@ class Batch:
         self.hard = torch.tensor(samples.hard, device=device)
         self.opposing = torch.tensor(samples.opposing, device=device)
         self.basis = torch.tensor(samples.basis, **as_tensor)
-        self.types = torch.tensor(samples.types, **as_tensor)
+        self.types = model.Sequences.of(torch.tensor(samples.types, **as_tensor))
         d = samples.X.shape[-1]
         column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)
         self.omega, self.lr, self.b = column("omega"), column("lr"), column("b")
@@ -143,9 +143,9 @@ class Batch:
     @torch.no_grad()
     def observe(self) -> dict[str, Tensor]:
         """Every recorded observable of every system, (B, ...) on the CPU in float64."""
-        K, X, y, hard = self.K, self.sequences, self.y, self.hard
+        K, seq, y, hard = self.K, self.sequences, self.y, self.hard
         w, S, b = self.engine.w, self.engine.scores, self.b
-        f = model.output(w, S, X, b)
+        f = model.output(w, S, seq, b)
         loss, margin = model.loss(f, y), y * f
         correct = (margin > 0).to(f.dtype) + 0.5 * (margin == 0).to(f.dtype)
         out = {
@@ -165,20 +165,21 @@ class Batch:
         out["sym_align"] = (align[:, 1] - sign[:, None] * align[:, 0]).abs().amax((-2, -1))
         flip = sign[:, None, None, None] * sign[None, None, :, None]
         out["sym_score"] = (score[:, 1] - flip * score[:, 0]).abs().amax((-4, -3, -2, -1))
-        features = y[:, None] * model.features(w, S, X, b)  # (B, N, 2d + 1)
+        features = y[:, None] * model.features(w, S, seq, b)  # (B, N, 2d + 1)
         out["gamma"] = torch.tensor([theory.max_margin(z) for z in features.cpu().double().numpy()])
         return {k: v.cpu().double() for k, v in out.items()}
 
     @torch.no_grad()
     def maps(self) -> Tensor:
         """Attention maps p (B, 2, types, L, L) of both heads on the sample types (Fig. 2)."""
-        return model.attention(self.engine.scores, model.Sequences.of(self.types)).cpu().double()
+        return model.attention(self.engine.scores, self.types).cpu().double()
 
     def run(self, record: np.ndarray, map_steps: list[int], progress: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Train every system for ``steps``; the observables at ``record`` (B, R, ...) and the maps at
         ``map_steps`` (B, M, ...), float64. Each is written into one array allocated at its first
-        record: keeping a thousand records as small tensors among every step's temporaries fragmented
-        the heap to 12 GiB at K = 8 (1001 records, 20 steps apart), for 0.3 GB of data."""
+        record: kept as a thousand small tensors among every step's temporaries, the records of the
+        paper's K = 8 job (1001, 20 steps apart; 0.3 GB) fragmented the heap to 4.1 GiB (12.3 GiB
+        in the fork server)."""
         rows, map_rows = {s: r for r, s in enumerate(record.tolist())}, {s: r for r, s in enumerate(map_steps)}
         series: dict[str, np.ndarray] = {}
         maps: dict[str, np.ndarray] = {}
