@@ -205,9 +205,9 @@ def _boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     by_K, by_m = fig.subplots(1, 2)
     bnd = _first(boundary, ("K", "omega", "m"))
-    K = bnd["K"].values.astype(float)
+    K, widest = bnd["K"].values.astype(float), bnd["m"].max()  # inf where swept: the notes' fit is at m = inf
     for i, omega in enumerate(bnd["omega"].values):
-        row = bnd.sel(omega=omega).isel(m=0)
+        row = bnd.sel(omega=omega, m=widest)
         est = row["t_star"].values
         err = np.abs(np.stack([row["t_star_low"].values, row["t_star_high"].values]) - est)
         by_K.errorbar(K, est, yerr=np.nan_to_num(err), fmt="o", color=f"C{i}", capsize=2, label=f"omega = {omega:g}")
@@ -217,7 +217,7 @@ def _boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         if summary.attrs["source"] == "synthetic":
             by_K.plot(K, theory.tstar_fit(K, omega), color=f"C{i}", ls=":", lw=1,
                       label="notes' joint-GD fit, m = inf" if i == 0 else None)
-    by_K.set(xlabel="K", ylabel="t*", title=f"t* against K (m = {bnd['m'].values[0]:g})")
+    by_K.set(xlabel="K", ylabel="t*", title=f"t* against K (m = {float(widest):g})")
     by_K.legend(fontsize=6)
     m = bnd["m"].values.astype(float)
     finite = np.where(np.isinf(m), np.nan, m)
