@@ -21,15 +21,15 @@ from torch import Tensor
 @dataclass(frozen=True)
 class Sequences:
     """Sequences X (N, L, d) as their distinct tokens u_a (T, d) and the index a (L, N) with
-    x_{n,l} = u_{a[l, n]}: the exact population has T = 3K distinct tokens (c_k, +-v_k) for
-    N L = 3 N positions, so every logit is an entry of the T x T matrix U S U^T."""
+    x_{n,l} = u_{a[l, n]}: the exact population has T = 3K distinct tokens (c_k, +-v_k) for its
+    N L positions, so every logit is an entry of the T x T matrix U S U^T."""
 
     tokens: Tensor
     index: Tensor
 
     @classmethod
     def of(cls, X: Tensor) -> Sequences:
-        """The factorisation of X (N, L, d) (exact: rows are compared bit for bit)."""
+        """The factorisation of X (N, L, d); exact (rows are compared by value, so -0.0 = 0.0)."""
         N, L, d = X.shape
         tokens, index = torch.unique(X.transpose(0, 1).reshape(L * N, d), dim=0, return_inverse=True)
         return cls(tokens, index.reshape(L, N))
