@@ -63,6 +63,11 @@ class TwoHeads(nn.Module):
         self.W_K_minus, self.W_Q_minus = nn.Parameter(W[1, 0].clone()), nn.Parameter(W[1, 1].clone())
         self.register_buffer("b", torch.tensor(b, dtype=W.dtype, device=W.device))
 
+    @staticmethod
+    def inputs(X: Tensor) -> Tensor:
+        """What ``forward`` reads: the sequences X (N, L, d) themselves."""
+        return X
+
     def readout(self) -> Tensor:
         return torch.stack([self.w_plus, self.w_minus])
 
@@ -82,6 +87,10 @@ class TwoHeads(nn.Module):
 class ModelHeads(TwoHeads):
     """The same parameters, with the experiment's forward ``model.output`` on the factored sequences."""
 
+    @staticmethod
+    def inputs(X: Tensor) -> model.Sequences:
+        return model.Sequences.of(X)
+
     def forward(self, X: model.Sequences) -> Tensor:
         return model.output(self.readout(), self.scores(), X, self.b)
 
@@ -90,7 +99,7 @@ def train_loop(args: argparse.Namespace, device: torch.device, net_class: type[T
                ) -> tuple[Tensor, Tensor]:
     """One seed after another: final w (S, 2, d) and S (S, 2, d, d)."""
     X, y = population(args.K, args.L, device)
-    X = model.Sequences.of(X) if net_class is ModelHeads else X
+    X = net_class.inputs(X)
     finals = []
     for seed in range(args.seeds):
         net = net_class(initial_attention(seed, args.K, args.m, args.omega).to(device), args.b)
