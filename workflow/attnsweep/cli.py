@@ -22,7 +22,8 @@ GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
 
 def parse_value(text: str) -> Any:
-    """``1,1.5,2`` -> [1, 1.5, 2]; ``16`` -> 16; ``float64`` -> "float64"; ``true`` -> True."""
+    """``1,1.5,2`` or ``[1,1.5,2]`` -> [1, 1.5, 2]; ``[7]`` -> [7]; empty or ``[]`` -> [];
+    ``16`` -> 16; ``float64`` -> "float64"; ``true`` -> True."""
     def scalar(item: str) -> Any:
         for cast in (int, float):
             try:
@@ -31,8 +32,11 @@ def parse_value(text: str) -> Any:
                 pass
         return {"true": True, "false": False}.get(item.lower(), item)
 
-    if "," in text:
-        return [scalar(item) for item in text.split(",") if item]
+    bracketed = text.startswith("[") and text.endswith("]")
+    if bracketed:
+        text = text[1:-1]
+    if bracketed or "," in text or not text.strip():
+        return [scalar(item.strip()) for item in text.split(",") if item.strip()]
     return scalar(text)
 
 
@@ -60,6 +64,13 @@ def config_from_pairs(experiment: str, pairs: list[str]) -> dict[str, Any]:
     return config
 
 
+def format_duration(seconds: float) -> str:
+    """3.2 s, 4.5 min, 2.1 h."""
+    if seconds < 60:
+        return f"{seconds:.2g} s"
+    return f"{seconds / 60:.2g} min" if seconds < 3600 else f"{seconds / 3600:.2g} h"
+
+
 def cmd_experiments(_: argparse.Namespace) -> None:
     from attnsweep import registry
     from attnsweep.config import experiment_defaults
@@ -84,9 +95,12 @@ def cmd_validate(args: argparse.Namespace) -> None:
     sweep = load_sweep(load_yaml(args.config))
     for name, plan in sweep.plans.items():
         sizes = " x ".join(f"{axis} {len(vals)}" for axis, vals in plan.grid.items())
+        seconds = plan.seconds()
+        memory = max(plan.experiment.job_memory_bytes(job) for job in plan.blocks().values())
         print(f"{name}: {len(plan.jobs())} jobs ({sizes} x seeds {len(plan.seeds)}; "
-              f"wildcards {', '.join(plan.wildcards) or 'none'})")
-    print(f"{args.config}: valid")
+              f"wildcards {', '.join(plan.wildcards) or 'none'}); about {sum(seconds.values()) / 3600:.2g} "
+              f"core-hours, the largest job {format_duration(max(seconds.values()))} and {memory / 2**20:.0f} MiB")
+    print(f"{args.config}: valid (times are estimates on one CPU core: attnsweep.cost)")
 
 
 def cmd_status(args: argparse.Namespace) -> None:

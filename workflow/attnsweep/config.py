@@ -9,7 +9,9 @@ is a :class:`~attnsweep.errors.ConfigError` whose message names the offending ke
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,9 @@ import yaml
 
 from attnsweep import registry
 from attnsweep.blocks import rectangles, stored_jobs
+from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
-from attnsweep.grid import expand, expand_seeds
+from attnsweep.grid import expand, expand_seeds, format_value
 from attnsweep.registry import Experiment, JobSpec, point_path
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
@@ -136,6 +139,10 @@ class Plan:
         wanted = {axis: set(values) for axis, values in want.items()}
         return set(itertools.product(*([v for v in have[axis] if v in wanted[axis]] for axis in want)))
 
+    def seconds(self) -> dict[str, float]:
+        """Estimated time of each job of :meth:`blocks` (seconds on one CPU core)."""
+        return {path: self.experiment.job_seconds(job) for path, job in self.blocks().items()}
+
     def blocks(self) -> dict[str, JobSpec]:
         """One job per fanned-out point over all batched values, keyed by the point's folder."""
         if not self._blocks:
@@ -189,40 +196,123 @@ class Sweep:
         return self.config["logs"]
 
 
-def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: int = 256) -> Plan:
+def check_numbers(config: dict[str, Any]) -> None:
+    """NaN is refused everywhere, +-inf everywhere but in grid values (whose axes say whether
+    they take it): JSON-schema bounds let both through, as every comparison with NaN is false."""
+
+    def walk(value: Any, key: str, grid_value: bool) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            if math.isnan(value):
+                raise ConfigError(key, "NaN is not a value")
+            if not grid_value:
+                raise ConfigError(key, f"{format_value(value)} is not a value here: a finite number is needed")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{key}.{k}" if key else str(k), grid_value)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key, grid_value)
+
+    for key, value in config.items():
+        if key != "experiments" or not isinstance(value, dict):
+            walk(value, str(key), False)
+            continue
+        for name, section in value.items():
+            prefix = f"experiments.{name}"
+            if not isinstance(section, dict):
+                walk(section, prefix, False)
+                continue
+            axes = registry.get(name).axis_names if name in registry.names() else ()
+            for k, v in section.items():
+                walk(v, f"{prefix}.{k}", k in axes)
+
+
+def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: int = 256,
+                    limits: dict[str, float] | None = None) -> Plan:
     """Expand and check one experiment section (already schema-validated); ``dtype`` is the
-    global one, which the section's own ``dtype`` overrides."""
+    global one, which the section's own ``dtype`` overrides. ``limits`` (``max_axis_values``,
+    ``max_jobs``, ``max_outputs``) are checked on counts, before anything is expanded."""
+    limits = {"max_axis_values": math.inf, "max_jobs": math.inf, "max_outputs": math.inf, **(limits or {})}
     prefix = f"experiments.{name}"
     try:
         experiment = registry.get(name)
     except KeyError as err:
         raise ConfigError(prefix, str(err.args[0])) from None
+    axis_limit = limits["max_axis_values"]
     grid = {
-        axis.name: axis.check(f"{prefix}.{axis.name}", expand(section[axis.name], f"{prefix}.{axis.name}"))
+        axis.name: axis.check(f"{prefix}.{axis.name}",
+                              expand(section[axis.name], f"{prefix}.{axis.name}", axis_limit))
         for axis in experiment.axes
     }
-    seeds = expand_seeds(section["seeds"], f"{prefix}.seeds")
+    seeds = expand_seeds(section["seeds"], f"{prefix}.seeds", axis_limit)
     wildcards = tuple(section["wildcards"] if "wildcards" in section else experiment.default_wildcards)
     known = (*experiment.axis_names, SEED)
     for axis in wildcards:
         if axis not in known:
             raise ConfigError(f"{prefix}.wildcards", f"unknown axis {axis!r} (axes: {', '.join(known)})")
+    jobs = math.prod(len(seeds) if axis == SEED else len(grid[axis]) for axis in wildcards)
+    if jobs > limits["max_jobs"]:
+        raise ConfigError(f"{prefix}.wildcards", f"{jobs} jobs (one per value of {' x '.join(wildcards)}), "
+                                                 f"over max_jobs = {limits['max_jobs']}: batch more axes")
     dtype = section.get("dtype", dtype)
     axis_keys = {*experiment.axis_names, "seeds", "wildcards", "dtype"}
     options = {k: v for k, v in section.items() if k not in axis_keys}
+    for key, records in experiment.records(options).items():
+        if records > limits["max_outputs"]:
+            raise ConfigError(f"{prefix}.{key}", f"{format_value(records)} records a system, over "
+                                                 f"max_outputs = {limits['max_outputs']}")
     experiment.check(options, grid, prefix)
     return Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
 
 
 def load_sweep(config: dict[str, Any]) -> Sweep:
-    """Validate a config dict (schema, then domains) and plan every experiment."""
+    """Validate a config dict (numbers, schema, counts, domains, then the time and memory of the
+    biggest job) and plan every experiment."""
+    check_numbers(config)
     config = validate_schema(config)
+    limits = {key: config[key] for key in ("max_axis_values", "max_jobs", "max_outputs")}
     plans = {
-        name: plan_experiment(name, section, config["dtype"], config["block_mib"])
+        name: plan_experiment(name, section, config["dtype"], config["block_mib"], limits)
         for name, section in config["experiments"].items()
     }
+    for plan in plans.values():
+        check_job_time(plan, config["max_job_hours"])
     job_mib = max((check_job_memory(plan, config["max_job_mib"]) for plan in plans.values()), default=0)
     return Sweep(config, plans, job_mib)
+
+
+def check_job_time(plan: Plan, max_job_hours: float) -> None:
+    """Refuse a plan whose slowest job is estimated over ``max_job_hours`` on one core, naming the
+    key whose default value would shorten that job the most."""
+    seconds = plan.seconds()
+    path = max(seconds, key=seconds.get)
+    if not hours(seconds[path]) > max_job_hours:
+        return
+    job, defaults = plan.blocks()[path], experiment_defaults(plan.name)
+
+    def reset(key: str) -> float:
+        """The job's estimate with ``key`` at its default (a fanned-out axis at its first value)."""
+        grid, seeds, options = dict(job.grid), job.seeds, {**plan.options}
+        if key == "seeds":
+            seeds = expand_seeds(defaults[key], key)[: 1 if SEED in plan.wildcards else None]
+        elif key in grid:
+            grid[key] = expand(defaults[key], key)[: 1 if key in plan.wildcards else None]
+        else:
+            options[key] = defaults[key]
+        spec = JobSpec(plan.name, grid, seeds, plan.experiment.result_options(options, grid), job.dtype,
+                       job.version, job.block_mib)
+        try:
+            return plan.experiment.job_seconds(spec)
+        except (ArithmeticError, ValueError, TypeError, KeyError):  # a default that fits no other value
+            return math.inf
+
+    keys = [k for k in (*plan.grid, "seeds", *plan.options) if k in defaults]
+    culprit = min(keys, key=reset)
+    raise ConfigError(
+        f"experiments.{plan.name}.{culprit}",
+        f"job {path} would take about {hours(seconds[path]):.3g} hours on one core, over max_job_hours = "
+        f"{format_value(max_job_hours)}: change {culprit}, make more axes wildcards, or raise max_job_hours",
+    )
 
 
 def check_job_memory(plan: Plan, max_job_mib: int) -> int:
@@ -231,7 +321,7 @@ def check_job_memory(plan: Plan, max_job_mib: int) -> int:
     if need > max_job_mib << 20:
         raise ConfigError(
             f"experiments.{plan.name}",
-            f"job {path} would need about {need / 2**30:.1f} GiB, over max_job_mib = {max_job_mib}: "
+            f"job {path} would need about {need / 2**30:.3g} GiB, over max_job_mib = {max_job_mib}: "
             "make more axes wildcards, lower block_mib, or raise max_job_mib",
         )
     return -(-need >> 20)
@@ -239,4 +329,9 @@ def check_job_memory(plan: Plan, max_job_mib: int) -> int:
 
 def experiment_defaults(name: str) -> dict[str, Any]:
     """The schema defaults of one experiment section."""
+    return copy.deepcopy(_defaults(name))
+
+
+@functools.cache
+def _defaults(name: str) -> dict[str, Any]:
     return validate_schema({"experiments": {name: {}}})["experiments"][name]

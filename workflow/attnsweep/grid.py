@@ -92,16 +92,35 @@ def format_value(value: float) -> str:
     """Shortest canonical text of a grid value, as used in paths: 2.0 -> "2", 0.3 -> "0.3"."""
     if isinstance(value, bool):
         raise TypeError("booleans are not grid values")
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
     value = canonical(float(value))
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
 
 
-def expand(spec: Any, key: str) -> list[float]:
-    """Expand one value spec (see module docstring) into a list of canonical floats."""
+def count(spec: Any, key: str) -> int:
+    """How many values ``spec`` expands to, computed without expanding it."""
+    if isinstance(spec, list):
+        return len(spec)
+    if isinstance(spec, dict) and "num" in spec:
+        return spec["num"]
+    if isinstance(spec, dict) and "step" in spec:
+        start, stop, step = spec["start"], spec["stop"], spec["step"]
+        if stop < start:
+            raise ConfigError(key, f"stop {stop} is below start {start}")
+        span = (stop - start) / step * (1 + 1e-12) + 1e-9
+        return math.floor(span) + 1 if math.isfinite(span) else math.inf
+    return 1
+
+
+def expand(spec: Any, key: str, limit: float = math.inf) -> list[float]:
+    """Expand one value spec (see module docstring) into a list of canonical floats; a spec of
+    more than ``limit`` values is refused before any is made."""
+    size = count(spec, key)
+    if size > limit:
+        raise ConfigError(key, f"{format_value(size)} values, over max_axis_values = {format_value(limit)}")
     if spec == "inf" or isinstance(spec, (int, float)) and not isinstance(spec, bool):
         values = [spec]
     elif isinstance(spec, list):
@@ -115,18 +134,17 @@ def expand(spec: Any, key: str) -> list[float]:
         else:
             values = np.linspace(start, stop, num).tolist()
     elif isinstance(spec, dict) and "step" in spec:
-        start, stop, step = spec["start"], spec["stop"], spec["step"]
-        if stop < start:
-            raise ConfigError(key, f"stop {stop} is below start {start}")
-        count = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
-        values = [start + k * step for k in range(count)]
+        values = [spec["start"] + k * spec["step"] for k in range(size)]
     else:
         raise ConfigError(key, f"not a grid spec: {spec!r}")
     return [canonical(float(v)) for v in values]
 
 
-def expand_seeds(spec: int | list[int], key: str) -> list[int]:
-    """Seeds from a count k (0..k-1) or an explicit list."""
+def expand_seeds(spec: int | list[int], key: str, limit: float = math.inf) -> list[int]:
+    """Seeds from a count k (0..k-1) or an explicit list; more than ``limit`` are refused first."""
+    size = spec if isinstance(spec, int) else len(spec)
+    if size > limit:
+        raise ConfigError(key, f"{size} seeds, over max_axis_values = {format_value(limit)}")
     seeds = list(range(spec)) if isinstance(spec, int) else list(spec)
     if not seeds:
         raise ConfigError(key, "no seeds")

@@ -135,9 +135,20 @@ class Experiment(ABC):
     ) -> xr.Dataset:
         """Run one job: a Dataset with every axis and ``seed`` as dimensions."""
 
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        """Records one system keeps (output times, recorded steps, snapshots), by the option key
+        that sets them, counted without building them: checked against ``max_outputs`` before
+        anything else looks at the options (default: none)."""
+        return {}
+
     @abstractmethod
     def job_memory_bytes(self, job: JobSpec) -> int:
         """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front."""
+
+    @abstractmethod
+    def job_seconds(self, job: JobSpec) -> float:
+        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.cost`), checked
+        against ``max_job_hours`` up front and given to Snakemake as the job's ``runtime``."""
 
     @abstractmethod
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

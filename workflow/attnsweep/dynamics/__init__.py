@@ -16,3 +16,7 @@
 Every function takes a batch: tokens ``x`` of shape (B, n, d), one system per row, so that
 realisations and batched grid values integrate as one tensor batch.
 """
+
+#: On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each step
+#: (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes the job's block_mib.
+CPU_CHUNK_MIB = 8

@@ -14,10 +14,9 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from attnsweep.dynamics import CPU_CHUNK_MIB  # noqa: F401  (the engines' batch cap on a CPU)
+
 Field = Callable[..., Tensor]
-#: On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each step
-#: (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes the job's block_mib.
-CPU_CHUNK_MIB = 8
 
 
 def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:

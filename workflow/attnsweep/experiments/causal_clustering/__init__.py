@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing
+from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
@@ -113,6 +115,28 @@ class CausalClustering(Experiment):
                     for n in grid["n"] for d in grid["d"])
         points = len(grid["n"]) * len(grid["d"])
         return chunk + 2 * points * systems * per_system * 8 + (300 << 20)
+
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
+
+    def job_seconds(self, job: JobSpec) -> float:
+        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
+        matrix, the cluster count and the capture distances to both kinds of centres."""
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
+        stages = 4 if opts["integrator"] == "rk4" else 1
+        captures = len(opts["capture"])
+        matrices = any(name != "identity" for name in opts["values"])
+        total = cost.JOB_S
+        for n in map(int, grid["n"]):
+            for d in map(int, grid["d"]):
+                record = 2 * n * n * d + (40 + 8 * captures) * n * n
+                batches = cost.chunks(systems, chunk_bytes(n, d, size, opts["integrator"], captures),
+                                      min(job.block_mib, CPU_CHUNK_MIB) << 20)
+                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
+                                       batches, job.dtype, matrices)
+        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
@@ -142,6 +143,26 @@ class ClusterEmergence(Experiment):
                 worst = max(worst, max(one, job.block_mib << 20))
                 stored += systems * per_system * 8
         return worst + 2 * stored + (300 << 20)
+
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
+
+    def job_seconds(self, job: JobSpec) -> float:
+        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`; e^{tV} and the
+        products with Q^T K and V at every stage); a record is an n x n SVD for the rank, the
+        Boolean defect, leaders, the distance graph of the clusters and the eigen-coordinates."""
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["scale"])
+        stages = 4 if opts["integrator"] == "rk4" else 1
+        total = cost.JOB_S
+        for n in map(int, grid["n"]):
+            for d in map(int, grid["d"]):
+                record = 12 * n ** 3 + 4 * n * n * d + 40 * n * n + 20 * n * d * opts["modes"]
+                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]), job.block_mib << 20)
+                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
+                                       batches, job.dtype, matrices=True)
+        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

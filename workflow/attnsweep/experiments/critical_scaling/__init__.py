@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, max_slope
 from attnsweep.experiments.critical_scaling import theory
 from attnsweep.grid import Axis, format_value
@@ -97,6 +98,22 @@ class CriticalScaling(Experiment):
             need += n_gamma * n_alpha * tokens * tokens * (size + 8)
             worst = max(worst, need)
         return worst + 2 * (job.block_mib << 20) + (300 << 20)
+
+    def job_seconds(self, job: JobSpec) -> float:
+        """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
+        Gram matrices in the span of the tokens (exact: 2 n^2 (4 d' + min(n, d'^2)) a gamma,
+        d' = min(d, n + 1)) or by 2 probes JVPs (Hutchinson: 2 n^2 d (3 + 2 probes) a gamma)."""
+        opts, grid = job.options, job.grid
+        batch = len(grid["gamma"]) * len(grid["alpha"])
+        total = cost.JOB_S
+        for n, d in itertools.product(map(int, grid["n"]), map(int, grid["d"])):
+            if opts["eta_method"] == "hutchinson":
+                flops = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"]))
+            else:
+                span = min(d, n + 1)
+                flops = 2 * n * n * (3 * span + batch * (4 * span + min(n, span * span)))
+            total += len(grid["rho"]) * len(job.seeds) * cost.seconds(0, 80 * batch, job.dtype, gemm=flops)
+        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

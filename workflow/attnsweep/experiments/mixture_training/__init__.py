@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from attnsweep import cost
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
@@ -77,6 +78,9 @@ class MixtureTraining(Experiment):
         if "direct" in options["engines"] and math.inf in grid["m"]:
             raise ConfigError(f"{prefix}.engines", "the direct engine needs a finite width m; m = inf is the "
                                                    "infinite-width model of the gram engine")
+        if options["image_file"] and options["source"] != "digits":
+            raise ConfigError(f"{prefix}.image_file", f"is read with source: digits only (source is "
+                                                      f"{options['source']})")
         if options["source"] == "digits":
             from attnsweep.experiments.mixture_training import images
 
@@ -150,6 +154,41 @@ class MixtureTraining(Experiment):
         points = math.prod(len(grid[a]) for a in ("K", "L", "m")) * len(opts["engines"])
         stored = 2 * 8 * points * systems * (records * per_record + maps)
         return systems * per_system * size + stored + (400 << 20)
+
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        return {"steps": options["steps"] // options["record_every"] + 2,
+                "map_steps": len(options["map_steps"]) + 1}
+
+    def job_seconds(self, job: JobSpec) -> float:
+        """Per (K, L, m, engine) one batch of systems: every step a forward and backward pass (3x
+        the forward's flops) over the (mini)batch of sequences, ~150 torch operations. Logits
+        come from the 3K x 3K matrix U S U^T of the population's tokens, or from S x_l for every
+        token of real images (2 N L d^2); then the softmax over L keys, the heads, and the direct
+        engine's m x d weights. Every record: the max-margin NNLS per system (measured ~0.2 ms +
+        18 us a sample: 4 ms at N = 224)."""
+        grid, opts = job.grid, job.options
+        systems = len(job.seeds) * len(opts["modes"]) * math.prod(len(grid[a]) for a in ("omega", "lr", "b"))
+        records = opts["steps"] // opts["record_every"] + 2
+        total = cost.JOB_S
+        for K in map(int, grid["K"]):
+            for L in map(int, grid["L"]):
+                d, N = 2 * K, 2 * K * (2 * (K - 1)) ** (L - 2)
+                if opts["source"] == "digits":
+                    from attnsweep.experiments.mixture_training import images
+
+                    d, N = images.dimension(opts["image_file"]), opts["samples"]
+                batch = opts["batch"] if opts["data"] == "minibatch" else N
+                tokens = 3 * K
+                logits = (2 * batch * L * d * d if opts["source"] == "digits"
+                          else 2 * tokens * d * (d + tokens) + batch * L * L)
+                forward = logits + 4 * batch * L * d + 10 * batch * L * L
+                for m in grid["m"]:
+                    for engine in opts["engines"]:
+                        width = 2 * m * d * d if engine == "direct" else 0
+                        flops = 3 * systems * (forward + width)
+                        qp = records * systems * (2e-4 + 1.8e-5 * N)
+                        total += opts["steps"] * cost.seconds(flops, 150, job.dtype) + qp
+        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

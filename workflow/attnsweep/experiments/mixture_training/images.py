@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,13 @@ def _raw(file: str | None) -> tuple[np.ndarray, np.ndarray]:
 
         digits = load_digits()
         return digits.data.astype(np.float64), digits.target.astype(int)
-    with np.load(file) as archive:
+    try:
+        archive = np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{file} is not a readable .npz archive ({error})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{file} holds one array, not an .npz archive of x_train and y_train")
+    with archive:
         missing = [k for k in KEYS if k not in archive.files]
         if missing:
             raise ValueError(f"{file} has no {' or '.join(missing)} (the Keras mnist.npz layout: x_train, y_train)")

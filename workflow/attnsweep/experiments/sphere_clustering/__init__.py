@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
@@ -104,6 +106,26 @@ class SphereClustering(Experiment):
                     for n in grid["n"] for d in grid["d"])
         snapshots = points * systems * len(opts["snapshot_times"]) * max(grid["n"]) * 2 * 8
         return chunk + records + points * records + 2 * snapshots + (300 << 20)
+
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
+
+    def job_seconds(self, job: JobSpec) -> float:
+        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
+        matrix and its pair statistics, plus an n x n SVD for the Boolean rank."""
+        opts, grid = job.options, job.grid
+        size = 8 if job.dtype == "float64" else 4
+        systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
+        stages = 4 if opts["integrator"] == "rk4" else 1
+        total = cost.JOB_S
+        for n in map(int, grid["n"]):
+            for d in map(int, grid["d"]):
+                record = 2 * n * n * d + 30 * n * n + (12 * n ** 3 if "boolean_rank" in opts["observables"] else 0)
+                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
+                                      min(job.block_mib, CPU_CHUNK_MIB) << 20)
+                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
+                                       batches, job.dtype, opts["matrices"] != "identity")
+        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

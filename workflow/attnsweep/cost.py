@@ -1,0 +1,57 @@
+"""Time estimates of simulate jobs, in seconds on one CPU core, from counted work.
+
+A job's time is modelled as the work it counts, at two calibrated rates::
+
+    seconds = JOB_S + ops * OP_S + flops / FLOPS[dtype]
+
+``ops`` counts torch operations (each costs its dispatch and allocation, which dominates on
+small tensors) and ``flops`` the floating-point work of the products and element-wise passes.
+The constants were fitted to measured jobs of every experiment on a 2-core AMD EPYC, torch 2.13
+CPU, one thread (``benchmarks/bench_cost.py``, ``benchmarks/RESULTS.md``, which give the
+estimate against the measured time job by job). A GPU or more threads are faster: the estimate is
+a bound for planning (``max_job_hours``, Snakemake's ``runtime``), not a prediction of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+JOB_S = 0.5  # set-up, initial draws and the store write of one job (the warm server spares imports)
+OP_S = 6e-6  # one torch operation on a small CPU tensor
+FLOPS = {"float32": 6e9, "float64": 3e9}  # one core, batched small products and element-wise passes
+GEMM_FLOPS = {"float32": 4e10, "float64": 2e10}  # one core, products of matrices of hundreds of rows
+RUNTIME_MARGIN = 2.0  # Snakemake's runtime: this times the estimate, plus RUNTIME_SLACK_MIN
+RUNTIME_SLACK_MIN = 10
+
+
+def seconds(flops: float, ops: float, dtype: str, gemm: float = 0.0) -> float:
+    """Time of ``flops`` of work spread over ``ops`` torch operations, plus ``gemm`` flops of
+    large matrix products."""
+    return ops * OP_S + flops / FLOPS[dtype] + gemm / GEMM_FLOPS[dtype]
+
+
+def hours(job_seconds: float) -> float:
+    return job_seconds / 3600
+
+
+def runtime_minutes(job_seconds: float) -> int:
+    """Snakemake's ``runtime`` of a job (minutes): a margin over the estimate, for slower nodes."""
+    return math.ceil(RUNTIME_MARGIN * job_seconds / 60) + RUNTIME_SLACK_MIN
+
+
+def chunks(systems: int, system_bytes: int, budget_bytes: int) -> int:
+    """Tensor batches a job cuts ``systems`` into: as many systems per batch as fit the budget."""
+    return math.ceil(systems / max(1, budget_bytes // max(system_bytes, 1)))
+
+
+def dynamics(n: int, d: int, systems: int, steps: float, stages: int, records: int, record_flops: float,
+             batches: int, dtype: str, matrices: bool = False) -> float:
+    """Seconds of an attention-dynamics integration of ``systems`` clouds of n tokens in d
+    dimensions, cut into ``batches``: ``steps`` steps of ``stages`` field evaluations (scores and
+    the weighted sum, 4 n^2 d flops of products, with 4 n d^2 more for Q^T K and V; the softmax,
+    mask and projection, ~30 n^2 element-wise), and ``records`` recordings of ``record_flops``
+    each per system."""
+    products = 4 * n * n * d + (4 * n * d * d if matrices else 0)
+    step = seconds(systems * stages * 30 * n * n, batches * stages * 12, dtype, gemm=systems * stages * products)
+    record = seconds(systems * record_flops, batches * 20, dtype)
+    return steps * step + records * record
