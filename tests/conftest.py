@@ -1,7 +1,8 @@
-"""Fixtures shared across test modules."""
+"""Fixtures shared across test modules, and the CI rule on skips."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +10,9 @@ import pytest
 import yaml
 
 CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
+
+#: Tests that skip under CI (the environment variable CI set, as `.ci/run` runs): (nodeid, reason).
+SKIPPED: list[tuple[str, str]] = []
 
 
 def tiny(experiment: str) -> dict:
@@ -32,3 +36,39 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
         return done[experiment]
 
     return run
+
+
+# ------------------------------------------------------------------ CI: only GPU tests may skip
+
+
+def in_ci() -> bool:
+    """CI is set to anything but empty, 0 or false (CI services set CI=true)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Under CI, record every skip of a test not marked ``gpu`` (a skip in setup or in the call)."""
+    if in_ci() and report.skipped and "gpu" not in report.keywords:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        SKIPPED.append((report.nodeid, reason))
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """Under CI, a module skipped whole at collection (``allow_module_level``) counts as well."""
+    if in_ci() and report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        SKIPPED.append((report.nodeid, reason))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under CI the machine has root and no GPU (`.ci/run`): only the CUDA tests (marker ``gpu``)
+    may skip there. Any other skip fails the session, naming the test and its reason."""
+    if SKIPPED and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if SKIPPED:
+        terminalreporter.section("skipped under CI (only tests marked gpu may skip)", red=True)
+        for nodeid, reason in SKIPPED:
+            terminalreporter.line(f"{nodeid}: {reason}")
