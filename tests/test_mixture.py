@@ -6,6 +6,7 @@ corrected Lemma 6.1 construction, and the config checks."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,8 +16,18 @@ from attnsweep.errors import ConfigError
 from attnsweep.experiments.mixture_training import data, engines, model, theory
 from scipy.stats import ortho_group
 
-torch.set_default_dtype(torch.float64)
 NAME = "mixture_training"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def float64_default() -> Iterator[None]:
+    """Every tensor made here without a dtype is float64 (the tolerances below are float64's):
+    torch's default dtype is set for this module's tests only and restored after them, so
+    tests in later modules of the same process still start from float32."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 
 def tensors(K: int, L: int, basis: np.ndarray | None = None) -> tuple[data.Population, torch.Tensor, torch.Tensor]:
