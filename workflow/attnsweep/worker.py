@@ -9,6 +9,15 @@ output streams. The reduce, boundary and figure jobs go the same way (matplotlib
 imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
 node, a plain shell), the client runs the job itself: results are the same either way.
 
+Local runs happen on shared machines, and the server writes wherever a request says, as its
+user. So: the socket lives in a directory only that user can enter (``worker.smk`` makes it with
+:func:`tempfile.mkdtemp`: mode 0700, unpredictable name; the server and every client check it
+with :func:`private_problem`, and a client that finds it unsafe runs the job itself rather than
+hand its job and streams to whoever made it); the server serves only connections whose peer
+credentials (``SO_PEERCRED``) are its own uid; and it forks for a request only if
+:func:`check_request` finds it a well-formed job or step writing inside the run's results
+directory.
+
 The server never computes, so no OpenMP or CUDA state exists when it forks. A child whose
 client disappears (killed by Snakemake) kills itself, leaving at most a temporary sibling
 of its store. The server exits after ``idle_s`` seconds without a job.
@@ -16,32 +25,72 @@ of its store. The server exits after ``idle_s`` seconds without a job.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import os
 import signal
 import socket
+import stat
+import struct
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 SOCKET_ENV = "ATTNSWEEP_WORKER"
 MAX_MESSAGE = 1 << 22
+REFUSED = 2  # the client's exit status for a request the server refuses (as for a config error)
+
+
+def private_problem(directory: str) -> str | None:
+    """Why ``directory`` must not hold the server's socket, or None if only this user can enter it.
+
+    Checked with :func:`os.lstat`: a symlink, a directory of another user or one that group or
+    others may enter could be (or be swapped for) someone else's, whose socket would receive
+    our jobs and output streams, or whose path we could not bind.
+    """
+    try:
+        info = os.lstat(directory)
+    except OSError as err:
+        return f"{directory}: {err.strerror}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{directory} is not a directory"
+    if info.st_uid != os.geteuid():
+        return f"{directory} belongs to uid {info.st_uid}, not {os.geteuid()}"
+    if info.st_mode & 0o077:
+        return f"{directory} has mode {stat.S_IMODE(info.st_mode):o}: others may enter it"
+    return None
 
 
 def submit(path: str, request: dict[str, Any]) -> int | None:
-    """Run ``request`` on the server at ``path``; its exit status, or None if no server answers."""
+    """Run ``request`` on the server at ``path``; its exit status, or None if no server answers
+    or its directory is not private (then one line on stderr says why)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.lexists(directory):
+        return None
+    problem = private_problem(directory)
+    if problem:
+        print(f"attnsweep: not using the worker at {path}: {problem}; running here", file=sys.stderr)
+        return None
     try:
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client.connect(path)
     except OSError:
         return None
     with client:
-        payload = json.dumps(request).encode()
+        # Relative paths in the request are the client's: the server resolves them against its cwd.
+        payload = json.dumps({**request, "cwd": os.getcwd()}).encode()
         header = len(payload).to_bytes(8, "little")
         socket.send_fds(client, [header + payload], [sys.stdout.fileno(), sys.stderr.fileno()])
-        reply = client.recv(64)  # the child's status, or EOF if it died
-    return int(reply) if reply.strip() else 1
+        reply = b""
+        while not reply.endswith(b"\n") and (chunk := client.recv(4096)):
+            reply += chunk
+    status, _, message = reply.decode(errors="replace").strip().partition(" ")
+    if message:
+        print(f"attnsweep: {message}", file=sys.stderr)
+    return int(status) if status else 1  # EOF: the child died
 
 
 def run(request: dict[str, Any]) -> int:
@@ -56,6 +105,81 @@ def run(request: dict[str, Any]) -> int:
 
 
 AGGREGATE_STEPS = ("reduce", "boundary", "figure")  # collect keeps its own process: its input list is long
+JOB_KEYS = {"spec", "out", "device", "threads", "cwd"}
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class RefusedRequest(ValueError):
+    """A request that is not a well-formed job or step of this run; ``str()`` is one line."""
+
+
+def check_request(request: Any, results: str) -> dict[str, Any]:
+    """``request`` with its paths made absolute, if it is a simulate job or an aggregate step of
+    the run whose (absolute) results directory is ``results``; :class:`RefusedRequest` otherwise.
+
+    A second line of defence behind ``SO_PEERCRED``: whatever reaches the server, it writes only
+    a ``.zarr`` store or a step's files inside the run's results directory.
+    """
+    if not isinstance(request, dict) or not isinstance(request.get("cwd"), str) \
+            or not os.path.isabs(request["cwd"]):
+        raise RefusedRequest("a request is a JSON object naming the client's absolute cwd")
+
+    def inside(key: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise RefusedRequest(f"{key}: expected a path, got {value!r:.80}")
+        path = os.path.normpath(os.path.join(request["cwd"], value))
+        if path == results or os.path.commonpath([path, results]) != results:
+            raise RefusedRequest(f"{key}: {path:.200} is outside the results directory {results}")
+        return path
+
+    if "step" in request:
+        return _check_step(request, inside)
+    from attnsweep import registry
+    from attnsweep.registry import JobSpec
+
+    if set(request) != JOB_KEYS:
+        raise RefusedRequest(f"a job request has the keys {sorted(JOB_KEYS)}, not {sorted(request)}"[:300])
+    spec, threads = request["spec"], request["threads"]
+    spec_keys = set(inspect.signature(JobSpec).parameters)
+    if not isinstance(spec, dict) or not set(spec) <= spec_keys:
+        raise RefusedRequest(f"spec: a JSON object with keys among {sorted(spec_keys)}")
+    try:
+        registry.get(JobSpec.from_dict(spec).experiment)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise RefusedRequest(f"spec: not a job spec ({type(err).__name__}: {err})"[:300]) from None
+    if request["device"] not in DEVICES:
+        raise RefusedRequest(f"device: one of {DEVICES}")
+    if threads is not None and (type(threads) is not int or threads < 1):
+        raise RefusedRequest("threads: a positive integer or null")
+    out = inside("out", request["out"])
+    if not out.endswith(".zarr"):
+        raise RefusedRequest(f"out: {out:.200} is not a .zarr store")
+    return {"spec": spec, "out": out, "device": request["device"], "threads": threads}
+
+
+def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> dict[str, Any]:
+    """The aggregate half of :func:`check_request`: a step of :data:`AGGREGATE_STEPS` whose
+    ``args`` are exactly its function's parameters: paths inside the results, others of their
+    annotated (plain) type."""
+    from attnsweep import aggregate
+
+    if set(request) != {"step", "args", "cwd"} or request["step"] not in AGGREGATE_STEPS:
+        raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {AGGREGATE_STEPS}")
+    function = getattr(aggregate, request["step"])
+    hints = get_type_hints(function)
+    names = set(inspect.signature(function).parameters)
+    args = request["args"]
+    if not isinstance(args, dict) or set(args) != names:
+        raise RefusedRequest(f"{request['step']}: args are {sorted(names)}")
+    checked = {}
+    for key, value in args.items():
+        if Path in get_args(hints[key]):
+            checked[key] = inside(key, value)
+        elif isinstance(hints[key], type) and isinstance(value, hints[key]):
+            checked[key] = value
+        else:
+            raise RefusedRequest(f"{key}: expected {hints[key]}, got {value!r:.80}")
+    return {"step": request["step"], "args": checked}
 
 
 def run_request(request: dict[str, Any]) -> None:
@@ -112,24 +236,44 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         status = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    conn.sendall(str(status).encode())
+    conn.sendall(f"{status}\n".encode())
     os._exit(status)
 
 
-def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    """One length-prefixed JSON request and the two descriptors sent with it."""
+def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
+    """One length-prefixed request (JSON, parsed by the caller) and the descriptors sent with it."""
     data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
     size = int.from_bytes(data[:8], "little")
     while len(data) < 8 + size:
         chunk = conn.recv(8 + size - len(data))
         if not chunk:
+            for fd in fds:
+                os.close(fd)
             raise ConnectionError("client went away mid-request")
         data += chunk
-    return json.loads(data[8 : 8 + size]), list(fds)
+    return data[8 : 8 + size], list(fds)
 
 
-def serve(path: str, idle_s: float = 900.0) -> None:
-    """Preload the modules, then fork one child per request on the Unix socket ``path``."""
+def _peer(conn: socket.socket) -> tuple[int, int]:
+    """The connecting process's pid and uid, as the kernel recorded them at connect()."""
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                      struct.calcsize("3i")))
+    return pid, uid
+
+
+def _log(message: str) -> None:
+    print(f"attnsweep.worker: {message}", file=sys.stderr, flush=True)
+
+
+def serve(path: str, results: str, idle_s: float = 900.0) -> None:
+    """Preload the modules, then fork one child per accepted request on the Unix socket ``path``,
+    whose directory must be private (:func:`private_problem`); requests may write only inside
+    ``results``."""
+    problem = private_problem(os.path.dirname(os.path.abspath(path)))
+    if problem:
+        raise SystemExit(f"attnsweep.worker: not serving at {path}: {problem}")
+    results = os.path.abspath(results)
+
     import matplotlib.backends.backend_agg  # noqa: F401  (the figure jobs)
     import matplotlib.backends.backend_pdf  # noqa: F401
     import matplotlib.figure  # noqa: F401
@@ -138,9 +282,13 @@ def serve(path: str, idle_s: float = 900.0) -> None:
     import attnsweep.experiments  # noqa: F401  (torch, numpy, the experiments)
     import attnsweep.jobs  # noqa: F401  (zarr)
 
-    Path(path).unlink(missing_ok=True)
+    Path(path).unlink(missing_ok=True)  # a stale socket of ours: nobody else can enter the directory
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
+    umask = os.umask(0o077)
+    try:
+        server.bind(path)
+    finally:
+        os.umask(umask)
     server.listen(64)
     server.settimeout(idle_s)
     children: set[int] = set()
@@ -154,10 +302,28 @@ def serve(path: str, idle_s: float = 900.0) -> None:
                 if not children:
                     return
                 continue
-            try:
-                request, fds = _receive(conn)
-            except (OSError, ValueError):
+            peer, uid = _peer(conn)
+            if uid != os.geteuid():  # the kernel records the peer's effective uid
+                _log(f"refused a connection from pid {peer}, uid {uid}")
                 conn.close()
+                continue
+            try:
+                payload, fds = _receive(conn)
+            except OSError:
+                conn.close()
+                continue
+            try:
+                if len(fds) != 2:
+                    raise RefusedRequest("a request comes with the client's stdout and stderr")
+                request = check_request(json.loads(payload), results)
+            except ValueError as err:  # RefusedRequest, or not JSON
+                reason = " ".join(str(err).split())  # one line: the reply ends at a newline
+                _log(f"refused a request of pid {peer}: {reason}")
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"{REFUSED} refused by the worker: {reason}\n".encode())
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
                 continue
             pid = os.fork()
             if pid == 0:
@@ -188,10 +354,11 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description="attnsweep fork server for local simulate jobs")
-    parser.add_argument("socket")
+    parser.add_argument("socket", help="its path, in a directory only this user can enter")
+    parser.add_argument("--results", required=True, help="the run's results directory: requests write only inside it")
     parser.add_argument("--idle", type=float, default=900.0, help="exit after this many idle seconds")
     args = parser.parse_args()
-    serve(args.socket, args.idle)
+    serve(args.socket, args.results, args.idle)
 
 
 if __name__ == "__main__":

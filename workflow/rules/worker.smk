@@ -2,25 +2,34 @@
 # for local runs (attnsweep.worker): simulate jobs skip the ~3 s import of torch, xarray and
 # zarr. The server starts only when jobs run on this machine; a job that finds no server runs
 # in its own process with the same result.
+import shutil
 import subprocess
 import tempfile
 import time
 
 
-WORKER_SOCKET = os.path.join(tempfile.gettempdir(), f"attnsweep-worker-{os.getpid()}.sock")
 WORKER = {}
 
 
 def start_worker():
-    """Start the server and wait until it listens (imports take a few seconds)."""
+    """Start the server and wait until it listens (imports take a few seconds).
+
+    Its socket lives in a fresh directory from mkdtemp (mode 0700, unpredictable name): on a
+    shared machine nobody else can reach the socket or take its path first. The server serves
+    only this user (SO_PEERCRED) and requests that write inside RESULTS.
+    """
     os.makedirs(LOGS, exist_ok=True)
     log = open(os.path.join(LOGS, "worker.log"), "a")
+    WORKER["dir"] = tempfile.mkdtemp(prefix="attnsweep-worker-")
+    socket_path = os.path.join(WORKER["dir"], "worker.sock")
     WORKER["proc"] = subprocess.Popen(
-        [PYTHON, "-m", "attnsweep.worker", WORKER_SOCKET, "--idle", "600"], stdout=log, stderr=log
+        [PYTHON, "-m", "attnsweep.worker", socket_path, "--results", os.path.abspath(RESULTS), "--idle", "600"],
+        stdout=log,
+        stderr=log,
     )
-    os.environ["ATTNSWEEP_WORKER"] = WORKER_SOCKET  # inherited by the jobs' shells
+    os.environ["ATTNSWEEP_WORKER"] = socket_path  # inherited by the jobs' shells
     deadline = time.monotonic() + 120
-    while not os.path.exists(WORKER_SOCKET) and WORKER["proc"].poll() is None:
+    while not os.path.exists(socket_path) and WORKER["proc"].poll() is None:
         if time.monotonic() > deadline:
             break
         time.sleep(0.1)
@@ -31,6 +40,8 @@ def stop_worker():
     if proc is not None:
         proc.terminate()
         proc.wait(timeout=30)
+    if "dir" in WORKER:  # the server removes its socket, not the directory it was given
+        shutil.rmtree(WORKER.pop("dir"), ignore_errors=True)
 
 
 onstart:
