@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,10 @@ from attnsweep.grid import expand, expand_seeds, format_value
 
 REPO = Path(__file__).resolve().parents[1]
 CS = "experiments.critical_scaling"
+SC = "experiments.sphere_clustering"
+CE = "experiments.cluster_emergence"
+CC = "experiments.causal_clustering"
+MT = "experiments.mixture_training"
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -142,34 +147,88 @@ MALFORMED: dict[str, tuple[str, str]] = {
         "experiments: {critical_scaling: {n: [262144], d: [256], rho: 0.5, gamma: {start: 1, stop: 10, num: 40},"
         " eta_method: hutchinson, probes: 64}}", CS),
     "max_job_mib_too_small": ("max_job_mib: 1\nexperiments: {critical_scaling: {}}", "max_job_mib"),
+    # NaN and infinities: JSON-schema bounds let NaN through (every comparison with it is false)
+    "nan_gamma": ("experiments: {critical_scaling: {gamma: [.nan]}}", f"{CS}.gamma"),
+    "nan_beta": ("experiments: {sphere_clustering: {beta: [.nan]}}", f"{SC}.beta"),
+    "nan_lr": ("experiments: {mixture_training: {lr: [.nan]}}", f"{MT}.lr"),
+    "nan_option": ("experiments: {sphere_clustering: {dt: .nan}}", f"{SC}.dt"),
+    "nan_in_range": ("experiments: {cluster_emergence: {scale: {start: .nan, stop: 1, num: 3}}}", f"{CE}.scale"),
+    "nan_top_level": ("max_job_hours: .nan\nexperiments: {critical_scaling: {}}", "max_job_hours"),
+    "inf_option": ("experiments: {causal_clustering: {t_max: .inf}}", f"{CC}.t_max"),
+    "inf_axis_without_inf": ("experiments: {critical_scaling: {gamma: [1, .inf]}}", f"{CS}.gamma"),
+    "integer_as_float": ("experiments: {sphere_clustering: {outputs: 1.0e+300}}", f"{SC}.outputs"),
+    # sizes: counted before anything is expanded, refused at once
+    "seeds_huge": ("experiments: {critical_scaling: {seeds: 1000000000}}", f"{CS}.seeds"),
+    "outputs_huge": ("experiments: {sphere_clustering: {outputs: 1000000000}}", f"{SC}.outputs"),
+    "step_tiny": ("experiments: {critical_scaling: {gamma: {start: 0, stop: 10, step: 1.0e-9}}}", f"{CS}.gamma"),
+    "num_huge": ("experiments: {cluster_emergence: {scale: {start: 1, stop: 2, num: 1000000000}}}", f"{CE}.scale"),
+    "jobs_over_max_jobs": ("max_jobs: 3\nexperiments: {critical_scaling: {}}", f"{CS}.wildcards"),
+    "records_huge": ("experiments: {mixture_training: {steps: 1000000000000}}", f"{MT}.steps"),
+    "snapshots_over_max_outputs": (
+        "max_outputs: 2\nexperiments: {causal_clustering: {outputs: 2, snapshot_times: [0, 1, 2]}}", f"{CC}.snapshot_times"),
+    "huge_L": ("experiments: {mixture_training: {L: [1000000000]}}", f"{MT}.L"),
+    # jobs that would run for years: the key that drives the time is named
+    "dt_tiny": ("experiments: {sphere_clustering: {dt: 1.0e-12}}", f"{SC}.dt"),
+    "t_max_huge": ("experiments: {cluster_emergence: {t_max: 1.0e+12}}", f"{CE}.t_max"),
+    "steps_huge_sparse_records": (
+        "experiments: {mixture_training: {steps: 1000000000000, record_every: 100000000000}}", f"{MT}.steps"),
+    "probes_huge": ("experiments: {critical_scaling: {eta_method: hutchinson, probes: 1000000000}}", f"{CS}.probes"),
+    "max_job_hours_small": ("max_job_hours: 1.0e-6\nexperiments: {causal_clustering: {}}", CC),
+    # image files, read before any job
+    "image_file_missing": ("experiments: {mixture_training: {source: digits, K: [2], image_file: /nonexistent.npz}}",
+                           f"{MT}.image_file"),
+    "image_file_not_npz": ("experiments: {mixture_training: {source: digits, K: [2], image_file: CONFIG}}",
+                           f"{MT}.image_file"),
+    "image_file_without_digits": ("experiments: {mixture_training: {image_file: /nonexistent.npz}}",
+                                  f"{MT}.image_file"),
+    # domains and checks of the other experiments
+    "beta_zero": ("experiments: {causal_clustering: {beta: [0]}}", f"{CC}.beta"),
+    "unknown_mask": ("experiments: {causal_clustering: {masks: [sideways]}}", f"{CC}.masks"),
+    "d_zero": ("experiments: {cluster_emergence: {d: [0]}}", f"{CE}.d"),
+    "snapshot_past_t_max": ("experiments: {sphere_clustering: {snapshot_times: [100]}}", f"{SC}.snapshot_times"),
+    "dt_over_t_max": ("experiments: {sphere_clustering: {dt: 50}}", f"{SC}.dt"),
+    "width_zero": ("experiments: {mixture_training: {m: [0]}}", f"{MT}.m"),
+    "direct_at_infinite_width": ("experiments: {mixture_training: {engines: [direct], m: [inf]}}", f"{MT}.engines"),
+    "map_step_past_steps": ("experiments: {mixture_training: {map_steps: [999999]}}", f"{MT}.map_steps"),
 }
 
 
-@pytest.fixture(scope="module")
-def malformed_results(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
-    """Validate every malformed config once, in parallel subprocesses (each pays ~2 s of imports)."""
-    folder = tmp_path_factory.mktemp("malformed")
-    paths = {}
-    for case, (text, _) in MALFORMED.items():
-        paths[case] = folder / f"{case}.yaml"
-        paths[case].write_text(text + "\n")
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        futures = {case: pool.submit(cli, "validate", str(path)) for case, path in paths.items()}
-        return {case: future.result() for case, future in futures.items()}
+def one_clear_line(status: int, out: str, err: str, key: str) -> None:
+    """Exit 2, exactly one stderr line naming the dotted key (or a sub-key: seeds.1, gamma.num),
+    no traceback, nothing on stdout."""
+    assert status == 2, out
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert re.search(rf"^attnsweep: config error: {re.escape(key)}[.:]", lines[0]), lines[0]
+    assert out == ""
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_malformed_config_is_one_clear_line(case, malformed_results):
-    """Exit non-zero, exactly one stderr line naming the dotted key, no traceback, nothing on stdout."""
-    result = malformed_results[case]
-    key = MALFORMED[case][1]
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    # the key itself, or a sub-key of it (seeds.1, gamma.num), then the message
-    assert re.search(rf"(^|\s){re.escape(key)}[.:]", lines[0]), lines[0]
-    assert result.stdout == ""
+def test_malformed_config_is_one_clear_line(case, tmp_path, capsys):
+    """Each case through ``attnsweep validate`` (``cli.main``, in this process), in well under
+    a second (sizes are counted, never expanded)."""
+    from attnsweep import cli as command
+
+    text, key = MALFORMED[case]
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(text.replace("CONFIG", str(path)) + "\n")
+    start = time.perf_counter()
+    status = command.main(["validate", str(path)])
+    assert time.perf_counter() - start < 1.0
+    out, err = capsys.readouterr()
+    one_clear_line(status, out, err, key)
+
+
+def test_malformed_config_in_a_real_process(tmp_path):
+    """The same contract from a fresh ``attnsweep`` process, for cases of each kind."""
+    cases = ["nan_gamma", "seeds_huge", "dt_tiny", "image_file_missing", "unknown_top_level_key"]
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        for case in cases:
+            (tmp_path / f"{case}.yaml").write_text(MALFORMED[case][0] + "\n")
+        results = dict(zip(cases, pool.map(lambda c: cli("validate", str(tmp_path / f"{c}.yaml")), cases)))
+    for case, result in results.items():
+        one_clear_line(result.returncode, result.stdout, result.stderr, MALFORMED[case][1])
 
 
 def test_unreadable_config_is_one_line(tmp_path):
@@ -287,3 +346,41 @@ def test_sweep_job_mib_is_the_largest_job_estimate():
     assert len(set(estimates)) == 2
     assert sweep.job_mib == -(-max(estimates) // 2**20)
     assert (sweep.job_mib - 1) * 2**20 < max(estimates) <= sweep.job_mib * 2**20
+
+
+def test_command_line_empty_list():
+    """``key=`` and ``key=[]`` are empty lists; brackets make a one-element list."""
+    from attnsweep.cli import config_from_pairs, parse_value
+
+    assert parse_value("") == parse_value("[]") == []
+    assert parse_value("[7]") == [7] and parse_value("[1,2.5]") == parse_value("1,2.5") == [1, 2.5]
+    assert parse_value("16") == 16 and parse_value("float64") == "float64"
+    section = config_from_pairs("sphere_clustering", ["snapshot_times=", "beta=[]"])["experiments"]["sphere_clustering"]
+    assert section["snapshot_times"] == [] and section["beta"] == []
+
+
+def test_job_time_estimate_follows_the_work():
+    """The estimate grows with the work it counts: twice the steps and records, or twice the
+    seeds, take about twice as long (the fixed set-up aside), and every job of the default config
+    is minutes at most."""
+    from attnsweep.config import load_sweep, load_yaml
+
+    def slowest(**section) -> float:
+        config = {"experiments": {"sphere_clustering": {"n": [32], "d": [8], "seeds": 64, **section}}}
+        return max(load_sweep(config).plans["sphere_clustering"].seconds().values())
+
+    base = slowest(t_max=30.0, outputs=61)
+    assert 1.8 < slowest(t_max=60.0, outputs=121) / base < 2.05
+    assert 1.8 < slowest(seeds=128) / base < 2.05
+    assert slowest(dt=0.01) > 3 * base  # ten times the steps; the records stay
+    for plan in load_sweep(load_yaml(REPO / "config" / "config.yaml")).plans.values():
+        assert 0 < max(plan.seconds().values()) < 600, plan.name
+
+
+def test_validate_prints_cost_per_experiment(capsys):
+    from attnsweep import cli as command
+
+    assert command.main(["validate", str(REPO / "config" / "config.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6 and all(re.search(r"core-hours, the largest job [\d.]+ (s|min|h) and \d+ MiB$", line)
+                                   for line in lines[:5]), lines

@@ -96,10 +96,12 @@ def cmd_validate(args: argparse.Namespace) -> None:
     for name, plan in sweep.plans.items():
         sizes = " x ".join(f"{axis} {len(vals)}" for axis, vals in plan.grid.items())
         seconds = plan.seconds()
-        memory = max(plan.experiment.job_memory_bytes(job) for job in plan.blocks().values())
+        memory = max(plan.memory().values())
+        figures = plan.experiment.figures(plan.grid, plan.options)  # as the workflow plans them
         print(f"{name}: {len(plan.jobs())} jobs ({sizes} x seeds {len(plan.seeds)}; "
-              f"wildcards {', '.join(plan.wildcards) or 'none'}); about {sum(seconds.values()) / 3600:.2g} "
-              f"core-hours, the largest job {format_duration(max(seconds.values()))} and {memory / 2**20:.0f} MiB")
+              f"wildcards {', '.join(plan.wildcards) or 'none'}), {len(figures)} figures; about "
+              f"{sum(seconds.values()) / 3600:.2g} core-hours, the largest job "
+              f"{format_duration(max(seconds.values()))} and {memory / 2**20:.0f} MiB")
     print(f"{args.config}: valid (times are estimates on one CPU core: attnsweep.cost)")
 
 

@@ -1,9 +1,10 @@
 """Config loading, validation and the plan of jobs.
 
-Validation runs in two stages, both before any job: the JSON schema in
-``workflow/schemas/config.schema.yaml`` through ``snakemake.utils.validate`` (which also fills
-the schema's defaults), then the experiment's axis domains on the expanded grids. Every failure
-is a :class:`~attnsweep.errors.ConfigError` whose message names the offending key.
+Validation runs in stages, all before any job: finite numbers, the JSON schema in
+``workflow/schemas/config.schema.yaml`` (which also fills the schema's defaults), counts against
+their caps, the experiment's axis domains on the expanded grids, then the time and memory of the
+biggest job. Every failure is a :class:`~attnsweep.errors.ConfigError` whose message names the
+offending key.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import jsonschema
 import yaml
 
 from attnsweep import registry
@@ -48,11 +50,9 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     """Re-run the schema with plain jsonschema to name the first offending key in one line."""
-    import jsonschema
     from jsonschema.exceptions import best_match
 
-    validator = jsonschema.Draft202012Validator(yaml.safe_load(SCHEMA.read_text()))
-    error = best_match(validator.iter_errors(config))
+    error = best_match(_strict_validator()(_schema()).iter_errors(config))
     if error is None:  # pragma: no cover - snakemake and jsonschema disagree
         return ConfigError("config", "rejected by the schema")
     while error.parent is not None and error.parent.validator == "oneOf":
@@ -83,17 +83,53 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     return ConfigError(key, message)
 
 
+@functools.cache
+def _schema() -> dict[str, Any]:
+    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.cache
+def _strict_validator() -> type[jsonschema.Validator]:
+    """Draft 2020-12 where an integer is an int: JSON Schema also takes 4.0 and 1e300, which
+    reach ``range`` and ``len`` as floats."""
+    integer = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool))
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=integer)
+
+
+@functools.cache
+def _filling_validator() -> jsonschema.Validator:
+    """The schema's validator that also fills defaults: the jsonschema FAQ recipe that
+    ``snakemake.utils.validate`` uses, built once. (Snakemake's re-reads and re-parses the schema
+    on every call, ~160 ms, and shares each default object among configs.)"""
+    properties = _strict_validator().VALIDATORS["properties"]
+
+    def fill(validator: Any, schemas: dict, instance: Any, schema: dict) -> Any:
+        if isinstance(instance, dict):
+            for name, subschema in schemas.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from properties(validator, schemas, instance, schema)
+
+    return jsonschema.validators.extend(_strict_validator(), {"properties": fill})(_schema())
+
+
 def validate_schema(config: dict[str, Any]) -> dict[str, Any]:
     """Validate against the JSON schema and fill defaults; returns a new dict."""
-    from snakemake.exceptions import WorkflowError
-    from snakemake.utils import validate
-
     config = copy.deepcopy(config)
     try:
-        validate(config, str(SCHEMA), set_default=True)
-    except WorkflowError:
+        _filling_validator().validate(config)
+    except jsonschema.ValidationError:
         raise _schema_error_line(config) from None
     return config
+
+
+def estimate(function: Callable[[JobSpec], float], job: JobSpec) -> float:
+    """``function(job)`` as a float, inf where the counts of an absurd config overflow one."""
+    try:
+        return float(function(job))
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)
@@ -140,8 +176,12 @@ class Plan:
         return set(itertools.product(*([v for v in have[axis] if v in wanted[axis]] for axis in want)))
 
     def seconds(self) -> dict[str, float]:
-        """Estimated time of each job of :meth:`blocks` (seconds on one CPU core)."""
-        return {path: self.experiment.job_seconds(job) for path, job in self.blocks().items()}
+        """Estimated time of each job of :meth:`blocks` (seconds on one CPU core; inf past a float)."""
+        return {path: estimate(self.experiment.job_seconds, job) for path, job in self.blocks().items()}
+
+    def memory(self) -> dict[str, float]:
+        """Estimated peak memory of each job of :meth:`blocks` (bytes; inf past a float)."""
+        return {path: estimate(self.experiment.job_memory_bytes, job) for path, job in self.blocks().items()}
 
     def blocks(self) -> dict[str, JobSpec]:
         """One job per fanned-out point over all batched values, keyed by the point's folder."""
@@ -283,7 +323,8 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
 
 def check_job_time(plan: Plan, max_job_hours: float) -> None:
     """Refuse a plan whose slowest job is estimated over ``max_job_hours`` on one core, naming the
-    key whose default value would shorten that job the most."""
+    key to change: of the keys whose default would bring that job under the limit, a number (a
+    size, a step) before a choice (a method), else the one whose default shortens it most."""
     seconds = plan.seconds()
     path = max(seconds, key=seconds.get)
     if not hours(seconds[path]) > max_job_hours:
@@ -301,13 +342,14 @@ def check_job_time(plan: Plan, max_job_hours: float) -> None:
             options[key] = defaults[key]
         spec = JobSpec(plan.name, grid, seeds, plan.experiment.result_options(options, grid), job.dtype,
                        job.version, job.block_mib)
-        try:
-            return plan.experiment.job_seconds(spec)
-        except (ArithmeticError, ValueError, TypeError, KeyError):  # a default that fits no other value
-            return math.inf
+        return estimate(plan.experiment.job_seconds, spec)
 
-    keys = [k for k in (*plan.grid, "seeds", *plan.options) if k in defaults]
-    culprit = min(keys, key=reset)
+    def rank(key: str) -> tuple[bool, bool, float]:
+        value, after = (plan.seeds if key == "seeds" else plan.grid.get(key, plan.options.get(key))), reset(key)
+        numeric = isinstance(value, (int, float, list)) and not isinstance(value, bool)
+        return hours(after) > max_job_hours, not numeric, after
+
+    culprit = min((k for k in (*plan.grid, "seeds", *plan.options) if k in defaults), key=rank)
     raise ConfigError(
         f"experiments.{plan.name}.{culprit}",
         f"job {path} would take about {hours(seconds[path]):.3g} hours on one core, over max_job_hours = "
@@ -317,14 +359,16 @@ def check_job_time(plan: Plan, max_job_hours: float) -> None:
 
 def check_job_memory(plan: Plan, max_job_mib: int) -> int:
     """The estimated peak MiB of the plan's biggest job; refused if over ``max_job_mib``."""
-    need, path = max((plan.experiment.job_memory_bytes(job), path) for path, job in plan.blocks().items())
+    memory = plan.memory()
+    path = max(memory, key=memory.get)
+    need = memory[path]
     if need > max_job_mib << 20:
         raise ConfigError(
             f"experiments.{plan.name}",
             f"job {path} would need about {need / 2**30:.3g} GiB, over max_job_mib = {max_job_mib}: "
             "make more axes wildcards, lower block_mib, or raise max_job_mib",
         )
-    return -(-need >> 20)
+    return math.ceil(need / 2**20)
 
 
 def experiment_defaults(name: str) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 import gc
 import json
 import os
+import re
 import sys
 import tempfile
 
 from attnsweep.config import load_sweep
+from attnsweep.cost import runtime_minutes
 from attnsweep.errors import ConfigError
 from attnsweep.lock import claim as claim_results
 from snakemake.exceptions import WorkflowError
@@ -52,6 +54,13 @@ def job_spec(wildcards):
     return json.dumps(JOBS[wildcards.experiment][wildcards.job].identity(), sort_keys=True)
 
 
+def job_runtime(wildcards, attempt):
+    """Snakemake's runtime (minutes) of one simulate job: its estimate (attnsweep.cost) with a
+    margin, times the attempt, so that a job killed for time comes back with more."""
+    plan = SWEEP.plans[wildcards.experiment]
+    return attempt * runtime_minutes(plan.experiment.job_seconds(JOBS[wildcards.experiment][wildcards.job]))
+
+
 def sweep_grid(wildcards):
     """The configured grid of one experiment as JSON text: collect keeps exactly these values."""
     plan = SWEEP.plans[wildcards.experiment]
@@ -59,8 +68,10 @@ def sweep_grid(wildcards):
 
 
 def figure_caption(wildcards):
+    """The figure's caption as reStructuredText for the report: plain text, so every character
+    that starts inline markup (|x| a substitution, *x* emphasis, x_ a reference) is escaped."""
     specs = {f.name: f.caption for f in FIGURES[wildcards.experiment]}
-    return specs[wildcards.figure]
+    return re.sub(r"([\\`*|_])", r"\\\1", specs[wildcards.figure])
 
 
 def final_outputs():

@@ -9,8 +9,9 @@
 # worker.smk when one runs. Snakemake's code trigger compares this block's text, so a change
 # of PYTHON, DEVICE, BLOCK_MIB or threads reruns no job; the spec is not a param either: the
 # store name hashes it.
-# Resources are constants, so that Snakemake does not evaluate its default expressions per
-# job: mem_mb is the largest job's estimate (attnsweep.config.check_job_memory).
+# mem_mb is a constant, the largest job's estimate (attnsweep.config.check_job_memory), so that
+# Snakemake does not evaluate an expression per job; runtime is each job's own time estimate
+# (attnsweep.cost, job_runtime), a few microseconds a job, so that SLURM gets a limit that fits.
 
 
 rule simulate:
@@ -22,6 +23,7 @@ rule simulate:
     resources:
         gpu=0,
         mem_mb=SWEEP.job_mib,
+        runtime=job_runtime,
         tmpdir=tempfile.gettempdir(),
     run:
         spec = job_spec(wildcards)

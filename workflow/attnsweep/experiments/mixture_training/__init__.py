@@ -139,7 +139,7 @@ class MixtureTraining(Experiment):
         K, L = int(max(grid["K"])), int(max(grid["L"]))
         finite = [m for m in grid["m"] if not math.isinf(m)]
         m = int(max(finite, default=1))
-        d, N = 2 * K, 2 * K * (2 * (K - 1)) ** (L - 2)
+        d, N = 2 * K, 2 * K * float(2 * (K - 1)) ** (L - 2)  # float: an absurd L overflows, not hangs
         if opts["source"] == "digits":
             from attnsweep.experiments.mixture_training import images
 
@@ -172,7 +172,7 @@ class MixtureTraining(Experiment):
         total = cost.JOB_S
         for K in map(int, grid["K"]):
             for L in map(int, grid["L"]):
-                d, N = 2 * K, 2 * K * (2 * (K - 1)) ** (L - 2)
+                d, N = 2 * K, 2 * K * float(2 * (K - 1)) ** (L - 2)  # float: an absurd L overflows, not hangs
                 if opts["source"] == "digits":
                     from attnsweep.experiments.mixture_training import images
 
