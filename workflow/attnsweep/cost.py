@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-JOB_S = 0.5  # set-up, initial draws and the store write of one job (the warm server spares imports)
+JOB_S = 0.3  # set-up, initial draws and the store write of one job (the warm server spares imports)
 OP_S = 6e-6  # one torch operation on a small CPU tensor
 FLOPS = {"float32": 6e9, "float64": 3e9}  # one core, batched small products and element-wise passes
 GEMM_FLOPS = {"float32": 4e10, "float64": 2e10}  # one core, products of matrices of hundreds of rows
@@ -45,13 +45,14 @@ def chunks(systems: int, system_bytes: int, budget_bytes: int) -> int:
 
 
 def dynamics(n: int, d: int, systems: int, steps: float, stages: int, records: int, record_flops: float,
-             batches: int, dtype: str, matrices: bool = False) -> float:
+             batches: int, dtype: str, matrices: bool = False, stage_flops: float = 0.0) -> float:
     """Seconds of an attention-dynamics integration of ``systems`` clouds of n tokens in d
     dimensions, cut into ``batches``: ``steps`` steps of ``stages`` field evaluations (scores and
     the weighted sum, 4 n^2 d flops of products, with 4 n d^2 more for Q^T K and V; the softmax,
-    mask and projection, ~30 n^2 element-wise), and ``records`` recordings of ``record_flops``
-    each per system."""
+    mask and projection, ~30 n^2 element-wise, and ``stage_flops`` more of the engine's own),
+    and ``records`` recordings of ``record_flops`` each per system."""
     products = 4 * n * n * d + (4 * n * d * d if matrices else 0)
-    step = seconds(systems * stages * 30 * n * n, batches * stages * 12, dtype, gemm=systems * stages * products)
+    step = seconds(systems * stages * (30 * n * n + stage_flops), batches * stages * 12, dtype,
+                   gemm=systems * stages * products)
     record = seconds(systems * record_flops, batches * 20, dtype)
     return steps * step + records * record

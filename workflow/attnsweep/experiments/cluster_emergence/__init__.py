@@ -148,8 +148,8 @@ class ClusterEmergence(Experiment):
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
 
     def job_seconds(self, job: JobSpec) -> float:
-        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`; e^{tV} and the
-        products with Q^T K and V at every stage); a record is an n x n SVD for the rank, the
+        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`; e^{tV} at every stage,
+        ~4 d^3, and the products with Q^T K and V); a record is an n x n SVD for the rank, the
         Boolean defect, leaders, the distance graph of the clusters and the eigen-coordinates."""
         opts, grid = job.options, job.grid
         size = 8 if job.dtype == "float64" else 4
@@ -161,7 +161,7 @@ class ClusterEmergence(Experiment):
                 record = 12 * n ** 3 + 4 * n * n * d + 40 * n * n + 20 * n * d * opts["modes"]
                 batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]), job.block_mib << 20)
                 total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
-                                       batches, job.dtype, matrices=True)
+                                       batches, job.dtype, matrices=True, stage_flops=4 * d ** 3)
         return total
 
     # ------------------------------------------------------------------ reduce

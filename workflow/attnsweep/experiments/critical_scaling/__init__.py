@@ -101,18 +101,19 @@ class CriticalScaling(Experiment):
 
     def job_seconds(self, job: JobSpec) -> float:
         """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
-        Gram matrices in the span of the tokens (exact: 2 n^2 (4 d' + min(n, d'^2)) a gamma,
-        d' = min(d, n + 1)) or by 2 probes JVPs (Hutchinson: 2 n^2 d (3 + 2 probes) a gamma)."""
+        Gram matrices in the span of the tokens (exact: products of 8 n^2 d' flops a gamma,
+        d' = min(d, n + 1), and n^2 min(n, d'^2) element-wise for the covariance term) or by 2
+        probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma)."""
         opts, grid = job.options, job.grid
         batch = len(grid["gamma"]) * len(grid["alpha"])
         total = cost.JOB_S
         for n, d in itertools.product(map(int, grid["n"]), map(int, grid["d"])):
             if opts["eta_method"] == "hutchinson":
-                flops = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"]))
+                products, pairs = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"])), 0
             else:
                 span = min(d, n + 1)
-                flops = 2 * n * n * (3 * span + batch * (4 * span + min(n, span * span)))
-            total += len(grid["rho"]) * len(job.seeds) * cost.seconds(0, 80 * batch, job.dtype, gemm=flops)
+                products, pairs = 2 * n * n * span * (3 + 4 * batch), n * n * batch * min(n, span * span)
+            total += len(grid["rho"]) * len(job.seeds) * cost.seconds(pairs, 80 * batch, job.dtype, gemm=products)
         return total
 
     # ------------------------------------------------------------------ reduce
