@@ -54,17 +54,22 @@ def pdf_panels(pdf: Path) -> tuple[tuple[float, float], list[Rect]]:
     return (box[2] - box[0], box[3] - box[1]), sorted(rects)
 
 
-def colours(pixels: np.ndarray) -> np.ndarray:
-    """Distinct colours of an (..., 3 or 4) float image in [0, 1], as 8-bit RGB packed in ints."""
+def packed(pixels: np.ndarray) -> np.ndarray:
+    """8-bit RGB of an (..., 3 or 4) float image in [0, 1], one int per pixel."""
     rgb = np.round(pixels[..., :3].reshape(-1, 3) * 255).astype(np.int64)
-    return np.unique(rgb[:, 0] << 16 | rgb[:, 1] << 8 | rgb[:, 2])
+    return rgb[:, 0] << 16 | rgb[:, 1] << 8 | rgb[:, 2]
+
+
+def colours(pixels: np.ndarray) -> np.ndarray:
+    """Distinct colours of an image, as packed 8-bit RGB."""
+    return np.unique(packed(pixels))
 
 
 def background(pixels: np.ndarray) -> np.ndarray:
-    """The most common RGB colour of an image (the figure's face colour)."""
-    rgb = np.round(pixels[..., :3].reshape(-1, 3) * 255).astype(np.int64)
-    values, counts = np.unique(rgb, axis=0, return_counts=True)
-    return values[counts.argmax()] / 255
+    """The most common RGB colour of an image (the figure's face colour), in [0, 1]."""
+    values, counts = np.unique(packed(pixels), return_counts=True)
+    mode = int(values[counts.argmax()])
+    return np.array([mode >> 16 & 255, mode >> 8 & 255, mode & 255]) / 255
 
 
 def ink(pixels: np.ndarray, paper: np.ndarray) -> float:
