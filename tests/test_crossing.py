@@ -56,3 +56,12 @@ def test_single_seed_has_no_interval() -> None:
     x = np.arange(3.0)
     est, low, high = bootstrap_crossing(x, np.array([[0.0, 0.5, 1.0]]), 0.25)
     assert est == 0.5 and np.isnan(low) and np.isnan(high)
+
+
+def test_error_bars_of_an_interval_that_misses_its_estimate():
+    """A percentile interval need not contain its estimate: the bar on that side is 0, not
+    negative (matplotlib refuses negative yerr), and a NaN bound draws no bar."""
+    from attnsweep.crossing import error_bars
+
+    bars = error_bars(np.array([1.0, 5.0, 2.0]), np.array([0.5, 5.5, np.nan]), np.array([1.5, 6.0, 3.0]))
+    np.testing.assert_array_equal(bars, [[0.5, 0.0, 0.0], [0.5, 1.0, 1.0]])

@@ -81,3 +81,9 @@ def bootstrap_crossing(
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows, masked below
         low, high = np.nanpercentile(boot, [tail, 100 - tail], axis=-1)
     return estimate, np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+
+
+def error_bars(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """matplotlib's (2, N) ``yerr`` of an interval [low, high] around ``estimate``: clipped at 0,
+    as a percentile bootstrap interval need not contain its estimate; NaN as no bar."""
+    return np.clip(np.nan_to_num(np.vstack([estimate - low, high - estimate])), 0, None)

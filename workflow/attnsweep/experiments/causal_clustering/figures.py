@@ -11,6 +11,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
+from attnsweep.crossing import error_bars
 from attnsweep.experiments.causal_clustering import VALUES
 from attnsweep.grid import format_value
 
@@ -222,8 +223,7 @@ def boundary(bnd: xr.Dataset) -> Figure:
         b = data.sel(d=d, causal=mask)
         color, style, label = f"C{k}", STYLE[int(mask)], f"d = {int(d)}, {MASK[int(mask)]}"
         star = b["t_collapse"].values
-        err = np.vstack([np.nan_to_num(star - b["t_collapse_low"].values),
-                         np.nan_to_num(b["t_collapse_high"].values - star)])
+        err = error_bars(star, b["t_collapse_low"].values, b["t_collapse_high"].values)
         left.errorbar(beta, star, yerr=err, fmt="o" + style, ms=3, color=color, capsize=2, label=label)
         right.plot(beta, b["persistence"].values, "o" + style, ms=3, color=color, label=label)
     if not np.isfinite(data["t_collapse"].values).any():

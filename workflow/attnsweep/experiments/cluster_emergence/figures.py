@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from attnsweep.crossing import error_bars
 from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, theory
 from attnsweep.grid import format_value
 
@@ -171,7 +172,7 @@ def boundary(bnd: xr.Dataset) -> Figure:
         color = f"C{k}"
         ax.fill_between(x, b["t_90"].values, b["t_10"].values, color=color, alpha=0.15, lw=0)
         star = b["t_star"].values
-        err = np.vstack([np.nan_to_num(star - b["t_star_low"].values), np.nan_to_num(b["t_star_high"].values - star)])
+        err = error_bars(star, b["t_star_low"].values, b["t_star_high"].values)
         ax.errorbar(x, star, yerr=err, fmt="o-", ms=3, color=color, capsize=1.5,
                     label=f"{others[0]} = {format_value(u)}, {others[1]} = {format_value(w)}")
     ax.set(xlabel={"n": "n", "scale": "a (initial box half-width)", "d": "d"}[axis], ylabel=r"$t^*$")

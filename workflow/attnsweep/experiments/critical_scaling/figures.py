@@ -8,6 +8,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from attnsweep.crossing import error_bars
 from attnsweep.grid import format_value
 
 LABELS = {
@@ -69,7 +70,7 @@ def heatmaps(observable: str, n: int, summary: xr.Dataset, boundary: xr.Dataset)
         star = bnd[f"gamma_star_{observable}"].sel(d=d).values
         low = bnd[f"gamma_star_{observable}_low"].sel(d=d).values
         high = bnd[f"gamma_star_{observable}_high"].sel(d=d).values
-        err = np.vstack([np.nan_to_num(star - low), np.nan_to_num(high - star)])
+        err = error_bars(star, low, high)
         ax.errorbar(rho, star, yerr=err, fmt="o", ms=3.5, color="tab:red", ecolor="tab:red",
                     capsize=2, label=r"measured $\gamma^*$")
         ax.set(xlabel=r"$\rho$", ylabel=r"$\gamma$", title=f"d = {int(d)}", ylim=(gamma.min(), gamma.max()))

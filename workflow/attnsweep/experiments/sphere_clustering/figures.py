@@ -8,6 +8,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from attnsweep.crossing import error_bars
 from attnsweep.dynamics.ensembles import ENSEMBLES
 from attnsweep.experiments.sphere_clustering import theory
 from attnsweep.grid import format_value
@@ -101,8 +102,7 @@ def phase(n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         if line is not None:
             ax.plot(*line, "w-", lw=1.5, label=r"$\Gamma_{\infty,\delta}$")
         star = bnd["t_star"].sel(d=d).values
-        err = np.vstack([np.nan_to_num(star - bnd["t_star_low"].sel(d=d).values),
-                         np.nan_to_num(bnd["t_star_high"].sel(d=d).values - star)])
+        err = error_bars(star, bnd["t_star_low"].sel(d=d).values, bnd["t_star_high"].sel(d=d).values)
         ax.errorbar(star, temp, xerr=err, fmt="o", ms=2.5, color="tab:red", ecolor="tab:red", capsize=1.5,
                     label=r"measured $t^*$")
         ax.set(xlabel="t", ylabel=rf"$\{axis}$", title=f"d = {int(d)}", xlim=(t.min(), t.max()))
@@ -147,7 +147,7 @@ def boundary(bnd: xr.Dataset) -> Figure:
             color = f"C{(i * len(bnd['d']) + j) % 10}"
             ax.fill_betweenx(temp, b["t_10"].values, b["t_90"].values, color=color, alpha=0.15, lw=0)
             star = b["t_star"].values
-            err = np.vstack([np.nan_to_num(star - b["t_star_low"].values), np.nan_to_num(b["t_star_high"].values - star)])
+            err = error_bars(star, b["t_star_low"].values, b["t_star_high"].values)
             ax.errorbar(star, temp, xerr=err, fmt="o-", ms=3, color=color, capsize=1.5,
                         label=f"n = {int(n)}, d = {int(d)}")
         line = gamma_line(bnd, int(n), axis)
