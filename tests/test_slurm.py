@@ -52,7 +52,7 @@ SLURM_ARGS = [
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 ENV.pop("SLURM_CONF", None)
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def skip_reason() -> str | None:
