@@ -53,7 +53,7 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     from jsonschema.exceptions import best_match
 
     error = best_match(_strict_validator()(_schema()).iter_errors(config))
-    if error is None:  # pragma: no cover - snakemake and jsonschema disagree
+    if error is None:  # pragma: no cover - the filling and the plain validator disagree
         return ConfigError("config", "rejected by the schema")
     while error.parent is not None and error.parent.validator == "oneOf":
         error = error.parent  # best_match descends into branches; judge from the oneOf itself
@@ -248,7 +248,7 @@ def check_numbers(config: dict[str, Any]) -> None:
                 raise ConfigError(key, f"{format_value(value)} is not a value here: a finite number is needed")
         elif isinstance(value, dict):
             for k, v in value.items():
-                walk(v, f"{key}.{k}" if key else str(k), grid_value)
+                walk(v, f"{key}.{k}", grid_value)
         elif isinstance(value, list):
             for v in value:
                 walk(v, key, grid_value)
