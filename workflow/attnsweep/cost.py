@@ -1,11 +1,12 @@
 """Time estimates of simulate jobs, in seconds on one CPU core, from counted work.
 
-A job's time is modelled as the work it counts, at two calibrated rates::
+A job's time is modelled as the work it counts, at three calibrated rates::
 
-    seconds = JOB_S + ops * OP_S + flops / FLOPS[dtype]
+    seconds = JOB_S + ops * OP_S + flops / FLOPS[dtype] + gemm / GEMM_FLOPS[dtype]
 
 ``ops`` counts torch operations (each costs its dispatch and allocation, which dominates on
-small tensors) and ``flops`` the floating-point work of the products and element-wise passes.
+small tensors), ``flops`` the floating-point work of small batched products and element-wise
+passes, and ``gemm`` that of products of matrices of hundreds of rows.
 The constants were fitted to measured jobs of every experiment on a 2-core AMD EPYC, torch 2.13
 CPU, one thread (``benchmarks/bench_cost.py``, ``benchmarks/RESULTS.md``, which give the
 estimate against the measured time job by job). A GPU or more threads are faster: the estimate is
