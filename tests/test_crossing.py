@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnsweep.crossing import bootstrap_crossing, first_crossing, max_slope
+from attnsweep.crossing import bootstrap_crossing, first_crossing, max_slope, seed_mean, stratified_means
 
 
 def test_linear_crossing_is_exact() -> None:
@@ -65,3 +65,72 @@ def test_error_bars_of_an_interval_that_misses_its_estimate():
 
     bars = error_bars(np.array([1.0, 5.0, 2.0]), np.array([0.5, 5.5, np.nan]), np.array([1.5, 6.0, 3.0]))
     np.testing.assert_array_equal(bars, [[0.5, 0.0, 0.0], [0.5, 1.0, 1.0]])
+
+
+# ------------------------------------------------------------------ rows of a refined sweep
+def test_a_row_holding_some_values_crosses_between_the_ones_it_holds() -> None:
+    """With ``present``, the crossing of a row is that of its own values alone: the same as on
+    the compressed grid, whatever the (NaN) values it does not hold."""
+    rng = np.random.default_rng(3)
+    x = np.linspace(0.0, 1.0, 11)
+    y = np.sort(rng.uniform(size=(50, 11)), axis=-1)
+    present = rng.uniform(size=(50, 11)) < 0.6
+    level = rng.uniform(0.2, 0.8, size=50)
+    got = first_crossing(x, np.where(present, y, np.nan), level, present)
+    for i in range(50):
+        held = present[i]
+        want = first_crossing(x[held], y[i, held], level[i]) if held.sum() >= 2 else np.nan
+        np.testing.assert_equal(got[i], want)
+
+
+def test_nan_at_a_held_value_is_no_crossing() -> None:
+    """A held value that is NaN (a failed computation) is a hole: no crossing, no silent
+    interpolation across it."""
+    x = np.arange(4.0)
+    y = np.array([0.0, np.nan, 1.0, 1.0])
+    assert np.isnan(first_crossing(x, y, 0.5, np.array([True, True, True, False])))
+    assert first_crossing(x, y, 0.5, np.array([True, False, True, False])) == 1.0
+
+
+def test_every_value_held_is_the_plain_bootstrap() -> None:
+    rng = np.random.default_rng(4)
+    x = np.linspace(0.0, 1.0, 9)
+    samples = x + rng.normal(0.0, 0.05, size=(3, 6, 9))
+    plain = bootstrap_crossing(x, samples, 0.5)
+    np.testing.assert_array_equal(plain, bootstrap_crossing(x, samples, 0.5, present=np.ones(samples.shape, bool)))
+
+
+def test_stratified_means_draw_each_value_from_its_own_seeds() -> None:
+    """Seeds 0-3 everywhere, seeds 4-7 at two values: a value's resampled means are bootstrap
+    means of exactly its own seeds, each group of seeds resampled within itself. Their mean is
+    the value's seed mean and their variance the stratified bootstrap's closed form,
+    sum over groups h of (n_h / m)^2 s_h^2 / n_h (s_h^2 with ddof 0)."""
+    rng = np.random.default_rng(5)
+    samples = rng.normal(size=(8, 5))
+    present = np.ones((8, 5), bool)
+    present[4:, [0, 1, 4]] = False
+    samples[:, 1] = samples[:, 0] + 1.0
+    samples[~present] = np.nan
+    means = stratified_means(samples, present, 40000)
+    np.testing.assert_allclose(means.mean(0), seed_mean(samples, present), atol=0.01)
+    one_group = samples[:4, 0].var() / 4
+    two_groups = sum((4 / 8) ** 2 * samples[g, 2].var() / 4 for g in (slice(0, 4), slice(4, 8)))
+    np.testing.assert_allclose(means.var(0)[[0, 2]], [one_group, two_groups], rtol=0.04)
+    np.testing.assert_allclose(means[:, 1], means[:, 0] + 1.0)  # paired: the same draws
+
+
+def test_extra_seeds_at_the_bracket_narrow_the_interval() -> None:
+    """A noisy row: more seeds at the two values around the crossing narrow its interval, and
+    the interval covers the truth."""
+    rng = np.random.default_rng(6)
+    x = np.linspace(0.0, 2.0, 9)
+    truth = x / 2  # crosses 0.5 at x = 1
+    samples = truth + rng.normal(0.0, 0.1, size=(64, 9))
+    present = np.zeros((64, 9), bool)
+    present[:16] = True
+    narrow = present.copy()
+    narrow[:, [4, 5]] = True
+    _, low16, high16 = bootstrap_crossing(x, samples[None], 0.5, present=present[None])
+    _, low64, high64 = bootstrap_crossing(x, samples[None], 0.5, present=narrow[None])
+    assert high64 - low64 < 0.7 * (high16 - low16)  # 1/2 expected: 4x the seeds
+    assert low64 <= 1.0 <= high64

@@ -7,31 +7,51 @@ import warnings
 import numpy as np
 
 
-def first_crossing(x: np.ndarray, y: np.ndarray, level: np.ndarray | float) -> np.ndarray:
+def first_crossing(x: np.ndarray, y: np.ndarray, level: np.ndarray | float,
+                   present: np.ndarray | None = None) -> np.ndarray:
     """First upward crossing of ``level`` by ``y`` along the last axis, linearly interpolated.
 
     Parameters
     ----------
     x : (G,) increasing grid.
     y : (..., G) values; ``level`` broadcasts against ``y[..., 0]``.
+    present : (..., G) bool, optional
+        Where ``y`` was computed: a row of a refined sweep holds some grid values only, and its
+        crossing interpolates between neighbours it holds (default: every value is present).
 
     Returns
     -------
     (...) crossing abscissae; NaN where ``y`` starts at or above the level (the crossing lies
-    below the grid) or never reaches it (above the grid), or where y has NaNs.
+    below the grid) or never reaches it (above the grid), or where y has NaNs at a present value.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     level = np.broadcast_to(np.asarray(level, dtype=float)[..., None], y.shape)
     above = y >= level
-    up = ~above[..., :-1] & above[..., 1:]
-    has = up.any(-1) & ~above[..., 0] & ~np.isnan(y).any(-1)
+    size = y.shape[-1]
+    if present is None:
+        nxt = np.broadcast_to(np.arange(1, size + 1), y.shape)
+        valid = np.ones(y.shape, dtype=bool)
+        first = np.zeros(y.shape[:-1], dtype=int)
+    else:  # each present value's next present neighbour (size where none)
+        valid = np.broadcast_to(present, y.shape)
+        at = np.where(valid, np.arange(size), size)
+        following = np.minimum.accumulate(at[..., ::-1], axis=-1)[..., ::-1]
+        nxt = np.concatenate([following[..., 1:], np.full((*y.shape[:-1], 1), size)], -1)
+        first = np.minimum(following[..., 0], size - 1)
+    pair = valid & (nxt < size)
+    above_next = np.take_along_axis(above, np.minimum(nxt, size - 1), -1)
+    up = (pair & ~above & above_next)[..., :-1]
+    starts_below = ~np.take_along_axis(above, first[..., None], -1)[..., 0] & valid.any(-1)
+    has = up.any(-1) & starts_below & ~(np.isnan(y) & valid).any(-1)
     k = np.where(has, up.argmax(-1), 0)
+    k1 = np.take_along_axis(nxt, k[..., None], -1)[..., 0]
+    k1 = np.minimum(k1, size - 1)
     y0 = np.take_along_axis(y, k[..., None], -1)[..., 0]
-    y1 = np.take_along_axis(y, k[..., None] + 1, -1)[..., 0]
+    y1 = np.take_along_axis(y, k1[..., None], -1)[..., 0]
     lv = level[..., 0]
     t = (lv - y0) / np.where(y1 == y0, 1.0, y1 - y0)
-    out = x[k] + t * (x[np.minimum(k + 1, len(x) - 1)] - x[k])
+    out = x[k] + t * (x[k1] - x[k])
     return np.where(has, out, np.nan)
 
 
@@ -60,27 +80,83 @@ def bootstrap_crossing(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    present: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Crossing of the seed mean and its percentile bootstrap interval over seeds.
 
     ``samples`` has shape (..., S, G): S seeds of a curve on the grid ``x``. Returns the
     estimate and the lower and upper ends of the ``confidence`` interval, each (...). With a
     single seed the interval is NaN. Resampled curves that never cross are left out of the
-    percentiles.
+    percentiles. ``present`` (broadcasting against ``samples``) marks the (seed, value) pairs
+    computed, in a refined sweep where rows hold different values and seeds: see
+    :func:`stratified_means`.
     """
     samples = np.asarray(samples, dtype=float)
-    estimate = first_crossing(x, samples.mean(-2), level)
-    n_seeds = samples.shape[-2]
-    if n_seeds < 2:
-        nan = np.full_like(estimate, np.nan)
-        return estimate, nan, nan
-    boot = first_crossing(x, resampled_means(samples, resamples, seed), np.asarray(level, dtype=float)[..., None])
+    if present is not None and np.all(present):
+        present = None
+    if present is None:
+        estimate = first_crossing(x, samples.mean(-2), level)
+        n_seeds = samples.shape[-2]
+        if n_seeds < 2:
+            nan = np.full_like(estimate, np.nan)
+            return estimate, nan, nan
+        boot = first_crossing(x, resampled_means(samples, resamples, seed), np.asarray(level, dtype=float)[..., None])
+        return estimate, *_percentiles(boot, resamples, confidence)
+    present = np.broadcast_to(present, samples.shape)
+    level = np.broadcast_to(np.asarray(level, dtype=float), samples.shape[:-2])
+    estimate = first_crossing(x, seed_mean(samples, present), level, present.any(-2))
+    boot = np.full((*samples.shape[:-2], resamples), np.nan)
+    for row in np.ndindex(samples.shape[:-2]):
+        if present[row].any(-1).sum() >= 2:
+            means = stratified_means(samples[row], present[row], resamples, seed)
+            boot[row] = first_crossing(x, means, level[row], present[row].any(0))
+    return estimate, *_percentiles(boot, resamples, confidence)
+
+
+def _percentiles(boot: np.ndarray, resamples: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``confidence`` interval of bootstrap replicates (..., R); NaN where under half cross."""
     tail = (1 - confidence) / 2 * 100
     enough = np.isfinite(boot).sum(-1) >= resamples // 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows, masked below
         low, high = np.nanpercentile(boot, [tail, 100 - tail], axis=-1)
-    return estimate, np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+
+
+def seed_mean(samples: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Mean over the present seeds (axis -2) of (..., S, G) samples; NaN where none is present."""
+    count = present.sum(-2)
+    total = np.where(present, samples, 0.0).sum(-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def stratified_means(samples: np.ndarray, present: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
+    """Bootstrap means (R, G) of one row's (S, G) samples whose values hold different seeds.
+
+    Seeds are grouped by the values they were computed at (refinement adds seeds to some values
+    of a row); each group is resampled within itself, so every value's resampled mean draws
+    exactly its own seeds, and values sharing seeds share the draws (paired, as common random
+    numbers make them). A row whose seeds all share one group draws as :func:`resampled_means`.
+    NaN at values no seed holds.
+    """
+    rng = np.random.default_rng(seed)
+    used = np.flatnonzero(present.any(-1))
+    groups: dict[bytes, list[int]] = {}
+    for s in used:
+        groups.setdefault(present[s].tobytes(), []).append(s)
+    total = np.zeros((resamples, samples.shape[-1]))
+    count = np.zeros(samples.shape[-1])
+    for members in groups.values():
+        m = len(members)
+        picks = rng.integers(0, m, size=(resamples, m))
+        weights = np.zeros((resamples, m))
+        np.add.at(weights, (np.arange(resamples)[:, None], picks), 1.0)
+        mask = present[members[0]]
+        total += weights @ np.where(mask, samples[members], 0.0)
+        count += m * mask
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def error_bars(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
