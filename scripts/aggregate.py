@@ -15,4 +15,5 @@ if __name__ == "__main__":
     smk = snakemake  # noqa: F821  (injected by Snakemake)
     sys.stderr = open(smk.log[0], "a", buffering=1)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    aggregate.collect(smk.input.runs, smk.output.sweep, json.loads(smk.params.grid), workers=smk.threads)
+    layout = json.loads(smk.params.layout)
+    aggregate.collect(smk.input.runs, smk.output.sweep, layout["grid"], layout["points"], workers=smk.threads)

@@ -32,12 +32,16 @@ PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "de
 
 
 def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] | None = None,
-            slab_mib: int = 256, workers: int = 1, stores_per_worker: int = 128) -> Path:
+            points: Sequence[dict[str, list]] | None = None, slab_mib: int = 256, workers: int = 1,
+            stores_per_worker: int = 128) -> Path:
     """Place the run stores' values into ``sweep.zarr``, every axis a dimension.
 
     ``grid`` maps each axis (and ``seed``) to the configured values: a store holding more
-    (reused from a larger grid) gives only these, and a grid point that no store holds is an
-    error. Without ``grid``, the union of the stores' values. Where each store goes is read
+    (reused from a larger grid) gives only these. Without ``grid``, the union of the stores'
+    values. ``points`` are the rectangles (axis -> values) the sweep holds, a refined sweep
+    being a union of them (default: the whole ``grid``): a point of them that no store holds is
+    an error, and the grid's other points stay NaN. The boolean ``simulated`` (axes x seed)
+    says which points hold values. Where each store goes is read
     from its job spec (``zarr.json`` attrs); its data variables are read concurrently through
     zarr's asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores:
     a reader costs ~1.5 s of imports, a store ~16 ms), a slab of at most ``slab_mib`` along one
@@ -68,6 +72,10 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
          for var in first.data_vars},
         coords={dim: (dim, values, first[dim].attrs) for dim, values in coords.items()},
     )
+    order = [dim for dim in (*experiment.axis_names, "seed") if dim in grid]
+    template["simulated"] = (order, da.zeros([len(coords[dim]) for dim in order], dtype=bool, chunks=-1), {
+        "long_name": "whether the point holds simulated values (a refined sweep is a union of blocks)",
+        "units": "1"})
     template.attrs.update({k: v for k, v in first.attrs.items() if k not in PER_RUN_ATTRS})
     template.attrs.update(
         runs=len(runs),
@@ -97,13 +105,30 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
                 filled[np.ix_(*(part[d][1] + (lo if d == slab_dim else 0) for d in grid))] = True
             region = xr.Dataset({var: (first[var].dims, array) for var, array in slab.items()})
             region.to_zarr(tmp, region={slab_dim: slice(lo, hi)}, zarr_format=3, consolidated=False)
-        if not filled.all():
-            where = np.argwhere(~filled)[0]
+        wanted = _wanted(points, index, list(grid))
+        missing = wanted & ~filled
+        if missing.any():
+            where = np.argwhere(missing)[0]
             point = ", ".join(f"{dim} = {coords[dim][i]}" for dim, i in zip(grid, where))
-            raise ValueError(f"{(~filled).sum()} grid points are in no run store, e.g. {point}")
+            raise ValueError(f"{missing.sum()} grid points are in no run store, e.g. {point}")
+        simulated = xr.DataArray(filled & wanted, dims=list(grid)).transpose(*order)
+        xr.Dataset({"simulated": simulated}).to_zarr(tmp, region={dim: slice(None) for dim in order},
+                                                     zarr_format=3, consolidated=False)
 
     with _readers(workers) as pool:
         return write_with(lambda tmp: write(tmp, pool), out)
+
+
+def _wanted(points: Sequence[dict[str, list]] | None, index: dict[str, pd.Index], dims: list[str]) -> np.ndarray:
+    """Boolean mask over ``dims`` of the union of the rectangles ``points`` (all of it for None)."""
+    shape = [len(index[dim]) for dim in dims]
+    if points is None:
+        return np.ones(shape, dtype=bool)
+    mask = np.zeros(shape, dtype=bool)
+    for rect in points:
+        at = [index[dim].get_indexer(rect[dim]) for dim in dims]
+        mask[np.ix_(*(a[a >= 0] for a in at))] = True
+    return mask
 
 
 def _readers(workers: int) -> ProcessPoolExecutor | nullcontext:

@@ -1,4 +1,4 @@
-"""Command line: ``attnsweep experiments | run | validate | status | job | aggregate``.
+"""Command line: ``attnsweep experiments | run | validate | status | refine | job | aggregate``.
 
 ``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
 one runs.
@@ -113,6 +113,14 @@ def cmd_status(args: argparse.Namespace) -> None:
     print(status.report(load_sweep(load_yaml(args.config)), show))
 
 
+def cmd_refine(args: argparse.Namespace) -> None:
+    from attnsweep.refine import drive
+
+    status = drive(args.config, args.snakemake)
+    if status:
+        raise SystemExit(status)
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from attnsweep.config import load_sweep
     from attnsweep.jobs import run_job
@@ -162,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", nargs="?", default="config/config.yaml")
     p.add_argument("--all", action="store_true", help="list every job, not only running and failed ones")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("refine", help="refine the boundaries of a config's refine sections, round by round",
+                       epilog="example: attnsweep refine config/sweeps/refine_critical.yaml --cores all")
+    p.add_argument("config")
+    p.add_argument("snakemake", nargs=argparse.REMAINDER, help="options for every Snakemake run (--cores, --profile)")
+    p.set_defaults(func=cmd_refine)
 
     p = sub.add_parser("run", help="run one job outside Snakemake",
                        epilog="example: attnsweep run critical_scaling n=256 d=64 gamma=1,1.5,2 "

@@ -13,7 +13,7 @@ import copy
 import functools
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,6 +25,8 @@ from attnsweep.blocks import rectangles, stored_jobs
 from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
 from attnsweep.grid import expand, expand_seeds, format_value
+from attnsweep.refine import Settings, load_record, recorded_blocks
+from attnsweep.refine import settings as refine_settings
 from attnsweep.registry import Experiment, JobSpec, point_path
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
@@ -143,11 +145,27 @@ class Plan:
     options: dict[str, Any]
     dtype: str
     block_mib: int = 256
+    extra: tuple[dict[str, list], ...] = ()  # rectangles added by refinement (axes and seed)
+    refine: Settings | None = None
     _blocks: dict[str, JobSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.experiment.name
+
+    def base(self) -> dict[str, list]:
+        """The configured product grid as one rectangle of every axis and ``seed``."""
+        return {**self.grid, SEED: self.seeds}
+
+    def coords(self) -> dict[str, list]:
+        """Each axis's values (and the seeds) over the base grid and every added rectangle:
+        the coordinates of ``sweep.zarr``, NaN at the points no rectangle holds."""
+        rects = [self.base(), *self.extra]
+        return {axis: sorted({v for rect in rects for v in rect[axis]}) for axis in rects[0]}
+
+    def with_extra(self, extra: list[dict[str, list]]) -> Plan:
+        """This plan with ``extra`` rectangles added to its points (see :mod:`attnsweep.refine`)."""
+        return replace(self, extra=(*self.extra, *extra))
 
     def _order(self, axis: str) -> int:
         return [*self.experiment.axis_names, SEED].index(axis)
@@ -193,29 +211,59 @@ class Plan:
                 self._blocks[point_path(point, self._order) if point else "all"] = self._block(point, batched)
         return self._blocks
 
+    def _folders(self) -> dict[str, tuple[dict[str, float], list[dict[str, list]]]]:
+        """Each fanned-out point's folder, its point and the rectangles of batched values it holds:
+        the base grid's, then the added rectangles' in order."""
+        folders = {}
+        for folder, block in self.blocks().items():
+            point = {axis: (block.seeds if axis == SEED else block.grid[axis])[0] for axis in self.wildcards}
+            folders[folder] = (point, [self._batched(self.base())])
+        for rect in self.extra:
+            for values in itertools.product(*(rect[axis] for axis in self.wildcards)):
+                point = dict(zip(self.wildcards, values))
+                folder = point_path(point, self._order) if point else "all"
+                folders.setdefault(folder, (point, []))[1].append(self._batched(rect))
+        return folders
+
+    def rect_jobs(self, rect: dict[str, list]) -> list[JobSpec]:
+        """The jobs of one rectangle of every axis and ``seed``: one per fanned-out point."""
+        batched = self._batched(rect)
+        return [self._block(dict(zip(self.wildcards, values)), batched)
+                for values in itertools.product(*(rect[axis] for axis in self.wildcards))]
+
+    def seconds_total(self) -> float:
+        """Estimated one-core seconds of every job of the plan, added rectangles included."""
+        return sum(estimate(self.experiment.job_seconds, job) for job in self.jobs().values())
+
+    def _batched(self, rect: dict[str, list]) -> dict[str, list]:
+        return {axis: list(rect[axis]) for axis in (*self.experiment.axis_names, SEED) if axis not in self.wildcards}
+
     def jobs(self, results: str | Path | None = None) -> dict[str, JobSpec]:
         """Jobs keyed by their path ``a~v/.../seed~k/KEY`` (no suffix).
 
-        Without ``results``: :meth:`blocks`. With it: the complete stores under ``results``
-        that hold wanted values are jobs too (already done), and the values they do not hold
-        are cut into new blocks.
+        Without ``results``: :meth:`blocks`, then one job per added rectangle and folder. With
+        it: the complete stores under ``results`` that hold wanted values are jobs too (already
+        done), and the values they do not hold are cut into new blocks.
         """
-        want = {axis: self._values(axis) for axis in (*self.experiment.axis_names, SEED)
-                if axis not in self.wildcards}
         runs = Path(results, self.name, "runs") if results is not None else None
         scan = runs is not None and runs.is_dir()  # a new sweep: no folder to look into
         jobs = {}
-        for folder, block in self.blocks().items():
-            point = {axis: (block.seeds if axis == SEED else block.grid[axis])[0] for axis in self.wildcards}
+        for folder, (point, rects) in self._folders().items():
             covered: set[tuple] = set()
             stored = stored_jobs(runs / folder) if scan else ()
             for key, spec in stored:
-                held = self._covers(spec, point, want)
+                held = set().union(*(self._covers(spec, point, rect) for rect in rects))
                 if held:
                     jobs[f"{folder}/{key}"] = spec
                     covered |= held
-            for spec in [self._block(point, rect) for rect in rectangles(want, covered)] if covered else [block]:
-                jobs[f"{folder}/{spec.key()}"] = spec
+            if len(rects) == 1 and not covered and folder in self.blocks():  # a product grid, nothing stored
+                jobs[f"{folder}/{self.blocks()[folder].key()}"] = self.blocks()[folder]
+                continue
+            for rect in rects:  # each rectangle's values that no store and no earlier rectangle holds
+                points = set(itertools.product(*rect.values())) if len(rects) > 1 else covered
+                for spec in [self._block(point, r) for r in rectangles(rect, covered & points)]:
+                    jobs[f"{folder}/{spec.key()}"] = spec
+                covered |= points
         return jobs
 
 
@@ -295,14 +343,17 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
         raise ConfigError(f"{prefix}.wildcards", f"{jobs} jobs (one per value of {' x '.join(wildcards)}), "
                                                  f"over max_jobs = {limits['max_jobs']}: batch more axes")
     dtype = section.get("dtype", dtype)
-    axis_keys = {*experiment.axis_names, "seeds", "wildcards", "dtype"}
+    axis_keys = {*experiment.axis_names, "seeds", "wildcards", "dtype", "refine"}
     options = {k: v for k, v in section.items() if k not in axis_keys}
     for key, records in experiment.records(options).items():
         if records > limits["max_outputs"]:
             raise ConfigError(f"{prefix}.{key}", f"{format_value(records)} records a system, over "
                                                  f"max_outputs = {limits['max_outputs']}")
     experiment.check(options, grid, prefix)
-    return Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
+    plan = Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
+    if "refine" in section:
+        plan = replace(plan, refine=refine_settings(plan, section["refine"], f"{prefix}.refine"))
+    return plan
 
 
 def load_sweep(config: dict[str, Any]) -> Sweep:
@@ -318,7 +369,20 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
     for plan in plans.values():
         check_job_time(plan, config["max_job_hours"])
     job_mib = max((check_job_memory(plan, config["max_job_mib"]) for plan in plans.values()), default=0)
+    for name, plan in plans.items():
+        if plan.refine is not None:
+            check_budget(plan)
+            plans[name] = plan.with_extra(recorded_blocks(plan, load_record(config["results"], name), plan.refine))
     return Sweep(config, plans, job_mib)
+
+
+def check_budget(plan: Plan) -> None:
+    """Refuse a refinement whose base grid alone is estimated over its ``core_hours``."""
+    base = hours(sum(plan.seconds().values()))
+    if base >= plan.refine.core_hours:
+        raise ConfigError(f"experiments.{plan.name}.refine.core_hours",
+                          f"no budget left: the base grid alone is about {base:.3g} core-hours, over "
+                          f"core_hours = {format_value(plan.refine.core_hours)}")
 
 
 def check_job_time(plan: Plan, max_job_hours: float) -> None:

@@ -76,6 +76,22 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class Target:
+    """A boundary that refinement (:mod:`attnsweep.refine`) can make precise.
+
+    ``variable`` is the estimate in ``boundary.zarr``, with its interval ``<variable>_low`` and
+    ``<variable>_high``. ``crossing`` is the grid axis the boundary is a level crossing along
+    (new values of it locate the crossing), or None where it is located along an output axis
+    (time): then only more seeds and the curve help. ``curves`` are the grid axes the boundary
+    is a curve of, along which rows can be added between neighbours.
+    """
+
+    variable: str
+    crossing: str | None = None
+    curves: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class FigureSpec:
     """A figure an experiment draws: file stem and report caption."""
 
@@ -93,6 +109,7 @@ class Experiment(ABC):
     axes : grid axes in canonical order (the seed axis is implicit and comes last).
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
+    targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
 
     ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
@@ -104,6 +121,7 @@ class Experiment(ABC):
     axes: ClassVar[tuple[Axis, ...]]
     default_wildcards: ClassVar[tuple[str, ...]]
     version: ClassVar[int] = 1
+    targets: ClassVar[tuple[Target, ...]] = ()
 
     def axis(self, name: str) -> Axis:
         return {a.name: a for a in self.axes}[name]

@@ -148,6 +148,10 @@ def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "fai
         have = [out for out in outputs if Path(sweep.results, name, out).exists()]
         figures = list(Path(sweep.results, name, "figures").glob("*.png"))
         lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
+        if sweep.plans[name].refine is not None:
+            from attnsweep.refine import summary
+
+            lines += summary(sweep.plans[name], sweep.results)
         lines += [f"  {job.state:<11} {job.point} [{job.block}]  {job.detail}".rstrip()
                   for job in jobs if job.state in show]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ rule collect:
     output:
         sweep=directory(f"{RESULTS}/{{experiment}}/sweep.zarr"),
     params:
-        grid=sweep_grid,
+        layout=sweep_layout,
     log:
         f"{LOGS}/{{experiment}}/collect.log",
     threads: ALL_CORES  # reader processes (attnsweep.aggregate.collect)

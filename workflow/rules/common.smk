@@ -61,10 +61,12 @@ def job_runtime(wildcards, attempt):
     return attempt * runtime_minutes(plan.experiment.job_seconds(JOBS[wildcards.experiment][wildcards.job]))
 
 
-def sweep_grid(wildcards):
-    """The configured grid of one experiment as JSON text: collect keeps exactly these values."""
+def sweep_layout(wildcards):
+    """The grid of one experiment and, refined, the rectangles it holds, as JSON text: collect
+    keeps exactly these values."""
     plan = SWEEP.plans[wildcards.experiment]
-    return json.dumps({**plan.grid, "seed": plan.seeds}, sort_keys=True)
+    points = [plan.base(), *plan.extra] if plan.extra else None
+    return json.dumps({"grid": plan.coords(), "points": points}, sort_keys=True)
 
 
 def figure_caption(wildcards):

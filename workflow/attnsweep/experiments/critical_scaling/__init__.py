@@ -10,7 +10,6 @@ Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coo
 from __future__ import annotations
 
 import itertools
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,10 +17,11 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, max_slope
+from attnsweep.crossing import bootstrap_crossing, max_slope, seed_mean
 from attnsweep.experiments.critical_scaling import theory
 from attnsweep.grid import Axis, format_value
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.seeds import presence, standard_error
 
 if TYPE_CHECKING:
     import torch
@@ -55,6 +55,8 @@ class CriticalScaling(Experiment):
         Axis("alpha", "float", "residual weight of Eq. 5", low=0),
     )
     default_wildcards = ("n", "d", "seed")
+    targets = (Target("gamma_star_lambda", crossing="gamma", curves=("rho",)),
+               Target("gamma_star_eta", crossing="gamma", curves=("rho",)))
 
     def simulate(
         self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True
@@ -121,7 +123,7 @@ class CriticalScaling(Experiment):
         k = sweep.sizes["seed"]
 
         def sem(da: xr.DataArray) -> xr.DataArray:
-            return da.std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0), np.nan)
+            return standard_error(da, sweep)
 
         eta_normalized = sweep["eta"] / sweep["eta_plateau"]
         out = xr.Dataset(
@@ -197,12 +199,14 @@ class CriticalScaling(Experiment):
         dims = ("n", "d", "rho", "alpha")
         coords = {c: sweep[c].values for c in dims}
         out = xr.Dataset(coords=coords)
+        present = presence(sweep, order)  # a refined sweep: rows hold different gamma and seeds
         for obs, samples, lv in (("lambda", lam, level), ("eta", eta, ETA_LEVEL)):
-            est, low, high = bootstrap_crossing(gamma, samples, lv)
+            est, low, high = bootstrap_crossing(gamma, samples, lv, present=present)
+            mean = samples.mean(-2) if present is None else seed_mean(samples, present)
             out[f"gamma_star_{obs}"] = (dims, est)
             out[f"gamma_star_{obs}_low"] = (dims, low)
             out[f"gamma_star_{obs}_high"] = (dims, high)
-            out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, samples.mean(-2)))
+            out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, mean))
             out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
             out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
         out["gamma_critical"] = summary["gamma_critical"]

@@ -1,0 +1,496 @@
+"""Adaptive refinement: rounds that add grid values and seeds where a boundary is not yet precise.
+
+A round reads a finished sweep (``sweep.zarr``: which points hold which seeds; ``boundary.zarr``:
+each row's estimate and 95% bootstrap interval) and decides, per boundary (an experiment's
+:class:`~attnsweep.registry.Target`) and row (a point of the boundary's dimensions), with
+``h`` the interval's half-width, ``p`` the precision wanted and ``[a, b]`` the bracket (the
+row's neighbouring values of the crossing axis around the estimate):
+
+- ``precise``: h <= p and (b - a)/2 <= p: nothing is added;
+- ``locate``: (b - a)/2 > p and h <= (b - a)/2 (the grid, not the noise, limits): ``points``
+  new values evenly inside the bracket, with the seeds both bracket values hold;
+- ``seeds``: otherwise, h > p: the seeds at a and b (at the row's point for a time-located
+  boundary) doubled, up to ``max_seeds``, the same new seeds at both (paired);
+- ``curve``: along each axis of ``curves``, a row halfway between neighbouring rows whose
+  estimates differ by more than p, with the base grid's crossing values and seeds.
+
+A round's new points become rectangles of the grid (:meth:`attnsweep.config.Plan.with_extra`),
+recorded in ``<results>/<experiment>/refine.json`` before any of them runs; every run of the
+workflow plans them, so a round is an ordinary Snakemake run and a killed round is finished by
+running again. The record also keeps each round's assessment of every row, and
+``refine.csv`` is the same as a table with the interval after the round beside the one before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attnsweep.errors import ConfigError
+from attnsweep.grid import canonical, format_value
+from attnsweep.registry import Target
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from attnsweep.config import Plan
+
+SEED = "seed"
+RECORD = "refine.json"
+TABLE = "refine.csv"
+COLUMNS = ("round", "boundary", "row", "action", "reason", "added", "new_points", "estimate", "low", "high",
+           "wanted", "estimate_after", "low_after", "high_after")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One experiment's ``refine`` section (schema: ``$defs/refine``)."""
+
+    precision: float
+    relative: bool
+    targets: tuple[Target, ...]
+    curve: tuple[str, ...]
+    rounds: int
+    points: int
+    max_new: int
+    max_seeds: int
+    core_hours: float
+
+    def wanted(self, estimate: float) -> float:
+        """The largest half-width accepted at ``estimate``."""
+        return self.precision * abs(estimate) if self.relative else self.precision
+
+    def refinable(self) -> set[str]:
+        """Axes whose values refinement adds (and the seed)."""
+        return {t.crossing for t in self.targets if t.crossing} | set(self.curve) | {SEED}
+
+
+def settings(plan: Plan, section: dict[str, Any], prefix: str) -> Settings:
+    """Check a schema-valid ``refine`` section against the experiment; ConfigError naming the key."""
+    declared = {t.variable: t for t in plan.experiment.targets}
+    if not declared:
+        raise ConfigError(prefix, f"{plan.name} has no boundary refinement can locate (no targets)")
+    chosen = section.get("boundaries", list(declared))
+    for name in chosen:
+        if name not in declared:
+            raise ConfigError(f"{prefix}.boundaries", f"unknown boundary {name!r} (known: {', '.join(declared)})")
+    targets = tuple(declared[name] for name in chosen)
+    curves = {axis for t in targets for axis in t.curves}
+    for axis in section["curve"]:
+        if axis not in curves:
+            raise ConfigError(f"{prefix}.curve", f"{axis!r} is no curve axis of the boundaries refined "
+                                                 f"(curve axes: {', '.join(sorted(curves)) or 'none'})")
+    if section["max_seeds"] < len(plan.seeds):
+        raise ConfigError(f"{prefix}.max_seeds", f"{section['max_seeds']} is below the {len(plan.seeds)} seeds "
+                                                 "of the base grid")
+    return Settings(section["precision"], section["relative"], targets, tuple(section["curve"]),
+                    section["rounds"], section["points"], section["max_new"], section["max_seeds"],
+                    section["core_hours"])
+
+
+def record_path(results: str | Path, name: str) -> Path:
+    return Path(results, name, RECORD)
+
+
+def load_record(results: str | Path, name: str) -> dict[str, Any]:
+    """The refinement record of one experiment (empty when it has none yet)."""
+    path = record_path(results, name)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {"experiment": name, "rounds": []}
+    except (OSError, ValueError) as err:
+        raise ConfigError(str(path), f"unreadable refinement record: {err}") from None
+
+
+def recorded_blocks(plan: Plan, record: dict[str, Any], refine: Settings) -> list[dict[str, list]]:
+    """The rectangles of every recorded round still inside the configured grid: on the axes
+    refinement does not add to, their values are kept where the base grid has them."""
+    keep = refine.refinable()
+    blocks = []
+    for round_ in record["rounds"]:
+        for rect in round_["blocks"]:
+            rect = {axis: values if axis in keep else [v for v in values if v in plan.grid[axis]]
+                    for axis, values in rect.items()}
+            if all(rect.values()):
+                blocks.append(rect)
+    return blocks
+
+
+def save_record(results: str | Path, name: str, record: dict[str, Any]) -> None:
+    """Write the record and its table, each through a temporary file and a rename."""
+    path = record_path(results, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, text in ((path, json.dumps(record, indent=1)), (path.with_name(TABLE), table(record))):
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, target)
+
+
+def table(record: dict[str, Any]) -> str:
+    """The decisions of every round as CSV, with each row's interval after the round."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    stages = [*record["rounds"], *([record["final"]] if "final" in record else [])]
+    for stage, after in zip(stages, [*stages[1:], None]):
+        later = {(d["boundary"], d["row"]): d for d in after["assessment"]} if after else {}
+        for d in stage["assessment"]:
+            nxt = later.get((d["boundary"], d["row"]), {})
+            writer.writerow({**{k: d.get(k, "") for k in COLUMNS}, "round": stage["round"],
+                             **{f"{k}_after": nxt.get(k, "") for k in ("estimate", "low", "high")}})
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------------------------- decisions
+@dataclass
+class Proposal:
+    """New points one decision would add, and how urgent it is (larger first)."""
+
+    points: set[tuple]
+    urgency: float
+    decision: dict[str, Any]
+
+
+def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset, round_no: int,
+           budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
+    """One round: the rectangles to add, the assessment of every row, and why it stops ("" if not).
+
+    ``simulated`` is ``sweep.zarr``'s mask (axes x seed), ``budget_s`` the core-seconds left.
+    """
+    axes = [*plan.experiment.axis_names, SEED]
+    mask = simulated.transpose(*axes).values.astype(bool)
+    coords = {axis: [_value(v) for v in simulated[axis].values] for axis in axes}
+    have = _PointSet(axes, coords, mask)
+    proposals: list[Proposal] = []
+    assessment: list[dict[str, Any]] = []
+    for target in refine.targets:
+        for prop in _target(plan, refine, target, have, boundary):
+            assessment.append(prop.decision)
+            if prop.points:
+                proposals.append(prop)
+    chosen: set[tuple] = set()
+    spent = 0.0
+    order = sorted(range(len(proposals)), key=lambda i: -proposals[i].urgency)  # stable: ties by row order
+    deferred = None
+    for i in order:
+        new = proposals[i].points - chosen
+        cost = _seconds(plan, new, axes, _free_axis(refine))
+        if len(chosen) + len(new) > refine.max_new or spent + cost > budget_s:
+            proposals[i].decision.update(action="deferred", reason=(
+                f"{proposals[i].decision['action']} deferred: "
+                + ("max_new" if len(chosen) + len(new) > refine.max_new else "core_hours") + " reached"),
+                added="", new_points=0)
+            deferred = deferred or ("max_new" if len(chosen) + len(new) > refine.max_new else "core_hours")
+            continue
+        chosen |= new
+        spent += cost
+    blocks = _rectangles(chosen, axes, _free_axis(refine))
+    if blocks:
+        return blocks, assessment, ""
+    if deferred == "core_hours" or any(p.decision["action"] == "deferred" for p in proposals):
+        return [], assessment, "the core-hour budget is spent"
+    if any(d["action"] != "precise" and d["action"] != "no crossing" for d in assessment):
+        return [], assessment, "rows left imprecise cannot be refined further (max_seeds reached)"
+    return [], assessment, "every boundary is precise"
+
+
+def _value(v: Any) -> float | int:
+    return int(v) if isinstance(v, (np.integer, int)) else float(v)
+
+
+class _PointSet:
+    """The simulated (point, seed) pairs of a sweep, looked up by coordinate values."""
+
+    def __init__(self, axes: list[str], coords: dict[str, list], mask: np.ndarray) -> None:
+        self.axes, self.coords, self.mask = axes, coords, mask
+        self.index = {axis: {v: i for i, v in enumerate(values)} for axis, values in coords.items()}
+
+    def seeds(self, point: dict[str, float]) -> list[int]:
+        """Seeds held at a grid point (every axis given)."""
+        at = tuple(self.index[a].get(point[a], -1) for a in self.axes[:-1])
+        if min(at) < 0:
+            return []
+        return [self.coords[SEED][i] for i in np.flatnonzero(self.mask[at])]
+
+    def values(self, row: dict[str, float], axis: str) -> list[float]:
+        """Values of ``axis`` at which the row (every other axis given) holds some seed."""
+        at = tuple(slice(None) if a == axis else self.index[a].get(row[a], -1) for a in self.axes[:-1])
+        if any(isinstance(i, int) and i < 0 for i in at):
+            return []
+        held = self.mask[at].any(-1)
+        return [self.coords[axis][i] for i in np.flatnonzero(held)]
+
+
+def _target(plan: Plan, refine: Settings, target: Target, have: _PointSet, bnd: xr.Dataset) -> list[Proposal]:
+    """The decision of every row of one boundary."""
+    est_da = bnd[target.variable]
+    dims = list(est_da.dims)
+    est = est_da.values
+    low = bnd[f"{target.variable}_low"].transpose(*dims).values
+    high = bnd[f"{target.variable}_high"].transpose(*dims).values
+    rows_coords = {dim: [_value(v) for v in bnd[dim].values] for dim in dims}
+    out = []
+    exists = {}
+    for at in np.ndindex(est.shape):
+        row = {dim: rows_coords[dim][i] for dim, i in zip(dims, at)}
+        grid_row = {k: v for k, v in row.items() if k in plan.experiment.axis_names}
+        present = have.values(grid_row, target.crossing) if target.crossing else (
+            [0] if have.seeds(grid_row) else [])
+        exists[at] = bool(present)
+        if not present:
+            continue
+        out.append(_row(plan, refine, target, have, row, grid_row, present, est[at], low[at], high[at]))
+    for axis in refine.curve:
+        if axis in target.curves:
+            out += _curve(plan, refine, target, have, dims, rows_coords, est, exists, axis)
+    return out
+
+
+def _row_text(row: dict[str, float]) -> str:
+    return " ".join(f"{k}={format_value(v)}" for k, v in row.items())
+
+
+def _number(x: float) -> float | str:
+    return float(f"{x:.6g}") if np.isfinite(x) else ""
+
+
+def _row(plan: Plan, refine: Settings, target: Target, have: _PointSet, row: dict, grid_row: dict,
+         present: list[float], est: float, low: float, high: float) -> Proposal:
+    """locate, seeds or nothing for one row (see the module docstring)."""
+    decision = {"boundary": target.variable, "row": _row_text(row), "estimate": _number(est), "low": _number(low),
+                "high": _number(high), "wanted": "", "added": "", "new_points": 0}
+    if not np.isfinite(est):
+        return Proposal(set(), 0.0, {**decision, "action": "no crossing", "reason": "no crossing on the row's grid"})
+    wanted = refine.wanted(est)
+    half = (high - low) / 2 if np.isfinite(low) and np.isfinite(high) else math.inf
+    decision["wanted"] = _number(wanted)
+    if target.crossing:
+        below = [v for v in present if v < est]
+        a, b = (below[-1] if below else est), min(v for v in present if v >= est)
+        bracket = (b - a) / 2
+    else:
+        a = b = None
+        bracket = 0.0
+    text = f"half-width {_number(half)} vs {_number(wanted)}"
+    if target.crossing:
+        text += f", bracket [{format_value(a)}, {format_value(b)}]"
+    urgency = half / wanted if wanted > 0 else math.inf
+    if half <= wanted and bracket <= wanted:
+        return Proposal(set(), 0.0, {**decision, "action": "precise", "reason": text})
+    points: set[tuple] = set()
+    action = "seeds"
+    if target.crossing and bracket > wanted and half <= bracket:
+        action = "locate"
+    elif target.crossing:
+        action = "seeds" if _more_seeds(have, {**grid_row, target.crossing: a}, refine) else "locate"
+    elif not _more_seeds(have, grid_row, refine):
+        return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", max_seeds reached"})
+    if action == "locate":
+        if bracket <= wanted:
+            return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", max_seeds reached"})
+        axis = plan.experiment.axis(target.crossing)
+        seeds = sorted(set(have.seeds({**grid_row, target.crossing: a})) & set(have.seeds({**grid_row, target.crossing: b})))
+        new = _inside(a, b, refine.points, axis.kind == "int")
+        points = {_point(plan, {**grid_row, target.crossing: v}, s) for v in new for s in seeds}
+        added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
+    else:
+        at = [{**grid_row, target.crossing: v} for v in (a, b)] if target.crossing else [grid_row]
+        count = max(len(have.seeds(p)) for p in at)
+        goal = min(2 * count, refine.max_seeds)
+        for p in at:
+            held = set(have.seeds(p))
+            extra = [s for s in range(goal + max(held, default=0) + 1) if s not in held][: goal - len(held)]
+            points |= {_point(plan, p, s) for s in extra}
+        where = f"{target.crossing} {format_value(a)}, {format_value(b)}" if target.crossing else "the row"
+        added = f"seeds up to {goal} at {where}"
+    if not points:
+        return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", nothing to add"})
+    return Proposal(points, urgency, {**decision, "action": action, "reason": text, "added": added,
+                                      "new_points": len(points)})
+
+
+def _more_seeds(have: _PointSet, point: dict, refine: Settings) -> bool:
+    return len(have.seeds(point)) < refine.max_seeds
+
+
+def _inside(a: float, b: float, points: int, integer: bool) -> list[float]:
+    """``points`` values evenly inside (a, b), canonical (integers: the distinct ones strictly inside)."""
+    values = [canonical(a + (b - a) * k / (points + 1)) for k in range(1, points + 1)]
+    if integer:
+        values = sorted({round(v) for v in values} - {round(a), round(b)})
+    return [v for v in values if a < v < b]
+
+
+def _point(plan: Plan, point: dict[str, float], seed: int) -> tuple:
+    return (*(point[a] for a in plan.experiment.axis_names), seed)
+
+
+def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: list[str],
+           rows_coords: dict[str, list], est: np.ndarray, exists: dict[tuple, bool], axis: str) -> list[Proposal]:
+    """Rows halfway between neighbours along ``axis`` whose estimates differ by more than the precision."""
+    k = dims.index(axis)
+    kind = plan.experiment.axis(axis).kind
+    out = []
+    for at in np.ndindex(*(len(rows_coords[d]) for i, d in enumerate(dims) if i != k)):
+        line = [(*at[:k], j, *at[k:]) for j in range(len(rows_coords[axis]))]
+        line = [p for p in line if exists.get(p) and np.isfinite(est[p])]
+        for p, q in zip(line, line[1:]):
+            e1, e2 = est[p], est[q]
+            wanted = refine.wanted((e1 + e2) / 2)
+            if abs(e2 - e1) <= wanted:
+                continue
+            new = _inside(rows_coords[axis][p[k]], rows_coords[axis][q[k]], 1, kind == "int")
+            if not new:
+                continue
+            row = {d: rows_coords[d][i] for d, i in zip(dims, p)}
+            row[axis] = new[0]
+            grid_row = {d: v for d, v in row.items() if d in plan.experiment.axis_names}
+            crossing = plan.grid[target.crossing] if target.crossing else [None]
+            points = {_point(plan, {**grid_row, **({target.crossing: c} if target.crossing else {})}, s)
+                      for c in crossing for s in plan.seeds}
+            out.append(Proposal(points, abs(e2 - e1) / wanted, {
+                "boundary": target.variable, "row": _row_text(row), "action": "curve",
+                "reason": f"neighbours differ by {_number(abs(e2 - e1))} > {_number(wanted)}",
+                "added": f"{axis} {format_value(new[0])}", "new_points": len(points),
+                "estimate": "", "low": "", "high": "", "wanted": _number(wanted)}))
+    return out
+
+
+def _free_axis(refine: Settings) -> str | None:
+    return next((t.crossing for t in refine.targets if t.crossing), None)
+
+
+def _rectangles(points: set[tuple], axes: list[str], free: str | None) -> list[dict[str, list]]:
+    """New points as rectangles: per value of every other axis, the ``free`` axis's values that
+    hold the same seeds form one rectangle."""
+    grid_axes = axes[:-1]
+    f = grid_axes.index(free) if free else None
+    rows: dict[tuple, dict[Any, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for *point, seed in points:
+        rest = tuple(v for i, v in enumerate(point) if i != f)
+        rows[rest][point[f] if f is not None else None].add(seed)
+    rects = []
+    for rest in sorted(rows):
+        by_seeds: dict[tuple, list] = defaultdict(list)
+        for value, seeds in rows[rest].items():
+            by_seeds[tuple(sorted(seeds))].append(value)
+        for seeds in sorted(by_seeds):
+            values = iter(rest)
+            rect = {axis: sorted(by_seeds[seeds]) if i == f else [next(values)] for i, axis in enumerate(grid_axes)}
+            rects.append({**rect, SEED: list(seeds)})
+    return rects
+
+
+def _seconds(plan: Plan, points: set[tuple], axes: list[str], free: str | None) -> float:
+    """Estimated one-core seconds of the jobs the points make."""
+    from attnsweep.config import estimate
+
+    return sum(estimate(plan.experiment.job_seconds, spec)
+               for rect in _rectangles(points, axes, free) for spec in plan.rect_jobs(rect))
+
+
+# ---------------------------------------------------------------------------------- rounds
+def assess(plan: Plan, results: str | Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Decide the next round of one experiment from its finished sweep and update ``record``:
+    a new round (its rectangles, points and estimated core-hours) or the final assessment."""
+    from attnsweep.cost import hours
+    from attnsweep.store import open_store
+
+    folder = Path(results, plan.name)
+    simulated = open_store(folder / "sweep.zarr")["simulated"].load()
+    boundary = open_store(folder / "boundary.zarr").load()
+    rounds = record["rounds"]
+    spent = sum(plan.seconds().values()) + sum(r["core_hours"] for r in rounds) * 3600
+    budget = plan.refine.core_hours * 3600 - spent
+    blocks, assessment, reason = decide(plan, plan.refine, simulated, boundary, len(rounds) + 1, budget)
+    if blocks and len(rounds) >= plan.refine.rounds:
+        blocks, reason = [], f"the round limit ({plan.refine.rounds}) is reached"
+    record.pop("final", None)
+    if not blocks:
+        record["final"] = {"round": len(rounds) + 1, "reason": reason, "assessment": assessment}
+        return record
+    seconds = sum(plan.experiment.job_seconds(job) for rect in blocks for job in plan.rect_jobs(rect))
+    new = sum(math.prod(len(v) for v in rect.values()) for rect in blocks)
+    rounds.append({"round": len(rounds) + 1, "new_points": new, "core_hours": round(hours(seconds), 6),
+                   "blocks": blocks, "assessment": assessment})
+    return record
+
+
+def drive(config_path: str, snakemake_args: list[str]) -> int:
+    """``attnsweep refine``: run the workflow, assess, record a round, until no experiment adds
+    one; then run the workflow once more for every output (figures). Returns Snakemake's status."""
+    import logging
+    import subprocess
+    import sys
+
+    from attnsweep.config import load_sweep, load_yaml
+
+    log = logging.getLogger("attnsweep.refine")
+    config = load_yaml(config_path)
+
+    def snakemake(targets: list[str]) -> int:
+        command = [sys.executable, "-m", "snakemake", *targets, *snakemake_args, "--configfile", config_path]
+        log.info("running %s", " ".join(command))
+        return subprocess.run(command).returncode
+
+    while True:
+        sweep = load_sweep(config)
+        plans = {name: plan for name, plan in sweep.plans.items() if plan.refine is not None}
+        if not plans:
+            raise ConfigError(config_path, "no experiment has a refine section")
+        status = snakemake([f"{sweep.results}/{name}/boundary.zarr" for name in plans])
+        if status:
+            return status
+        added = False
+        for name, plan in plans.items():
+            record = assess(plan, sweep.results, load_record(sweep.results, name))
+            save_record(sweep.results, name, record)
+            if "final" in record:
+                log.info("%s: %s after %d rounds", name, record["final"]["reason"], len(record["rounds"]))
+            else:
+                last = record["rounds"][-1]
+                log.info("%s: round %d adds %d points (%.3g core-hours)", name, last["round"],
+                         last["new_points"], last["core_hours"])
+                added = True
+        if not added:
+            return snakemake([])
+
+
+def summary(plan: Plan, results: str | Path) -> list[str]:
+    """Status lines of a refined experiment: its rounds, and per row of its latest assessment
+    the interval's half-width against the precision."""
+    record = load_record(results, plan.name)
+    lines = [f"  refinement: {len(record['rounds'])} rounds recorded (at most {plan.refine.rounds}), "
+             f"precision {format_value(plan.refine.precision)}{' relative' if plan.refine.relative else ''}"]
+    for r in record["rounds"]:
+        counts = defaultdict(int)
+        for d in r["assessment"]:
+            counts[d["action"]] += 1
+        acts = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+        lines.append(f"  round {r['round']}: {r['new_points']} new points, about {r['core_hours']:.3g} "
+                     f"core-hours ({acts})")
+    latest = record.get("final") or (record["rounds"][-1] if record["rounds"] else None)
+    if latest is None:
+        return [*lines, "  no round assessed yet: run attnsweep refine"]
+    if "reason" in latest:
+        lines.append(f"  stopped: {latest['reason']}")
+    else:
+        lines.append(f"  round {latest['round']} is decided; its points run on the next attnsweep refine")
+    for d in latest["assessment"]:
+        if d["estimate"] == "":
+            continue
+        half = (d["high"] - d["low"]) / 2 if d["low"] != "" and d["high"] != "" else math.inf
+        lines.append(f"    {d['boundary']} {d['row']}: {format_value(d['estimate'])} "
+                     f"[{d['low']}, {d['high']}] half-width {half:.3g} vs {d['wanted']}: {d['action']}")
+    return lines
