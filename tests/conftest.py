@@ -38,6 +38,29 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     return run
 
 
+def refine_command(workdir: Path, *args: str) -> list[str]:
+    """``attnsweep refine`` of the tiny refinement config (copied into ``workdir``), run there."""
+    import shutil
+    import sys
+
+    shutil.copy(CONFIGS / "refine.yaml", workdir / "config.yaml")
+    snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
+    return [sys.executable, "-m", "attnsweep.cli", "refine", "config.yaml", "-s", str(snakefile), *args]
+
+
+@pytest.fixture(scope="session")
+def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of one uninterrupted local refinement of tests/slurm_configs/refine.yaml
+    (one core), shared read-only by the refinement and SLURM suites."""
+    import subprocess
+
+    workdir = tmp_path_factory.mktemp("refine-reference")
+    done = subprocess.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return workdir
+
+
 # ------------------------------------------------------------------ CI: only GPU tests may skip
 
 

@@ -1,0 +1,121 @@
+"""Refinement decisions (attnsweep.refine.decide) on synthetic boundaries: what each rule adds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from attnsweep.config import load_sweep
+from attnsweep.errors import ConfigError
+from attnsweep.refine import decide
+
+GAMMA = [0.5, 1.0, 2.0, 4.0]
+
+
+def plan(**refine):
+    config = {"experiments": {"critical_scaling": {
+        "n": [64], "d": [16], "rho": [0.2, 0.5], "gamma": GAMMA, "seeds": 4, "wildcards": ["n", "d"],
+        "refine": {"precision": 0.05, "relative": False, "boundaries": ["gamma_star_lambda"], **refine}}}}
+    return load_sweep(config).plans["critical_scaling"]
+
+
+def simulated(p, extra=()):
+    """The mask of the plan's base grid (every gamma, seeds 0-3), plus (rho, gamma, seed) pairs."""
+    coords = p.coords()
+    gammas = sorted({*coords["gamma"], *(g for _, g, _ in extra)})
+    seeds = sorted({*coords["seed"], *(s for _, _, s in extra)})
+    da = xr.DataArray(np.zeros((1, 1, 2, len(gammas), 1, len(seeds)), bool),
+                      coords={"n": [64], "d": [16], "rho": coords["rho"], "gamma": gammas, "alpha": [0.0],
+                              "seed": seeds}, dims=("n", "d", "rho", "gamma", "alpha", "seed"))
+    da.loc[{"gamma": coords["gamma"], "seed": coords["seed"]}] = True
+    for rho, g, s in extra:
+        da.loc[{"rho": rho, "gamma": g, "seed": s}] = True
+    return da
+
+
+def boundary(est, low, high):
+    dims = ("n", "d", "rho", "alpha")
+    coords = {"n": [64], "d": [16], "rho": [0.2, 0.5], "alpha": [0.0]}
+    shape = (1, 1, 2, 1)
+    return xr.Dataset({"gamma_star_lambda": (dims, np.reshape(est, shape)),
+                       "gamma_star_lambda_low": (dims, np.reshape(low, shape)),
+                       "gamma_star_lambda_high": (dims, np.reshape(high, shape))}, coords=coords)
+
+
+def points(blocks):
+    return {(r, g, s) for b in blocks for r in b["rho"] for g in b["gamma"] for s in b["seed"]}
+
+
+def test_a_coarse_bracket_gets_new_values_inside_it_with_its_seeds() -> None:
+    p = plan(points=3)
+    blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [1.49, np.nan],
+                                                                            [1.51, np.nan]), 1, 1e9)
+    assert points(blocks) == {(0.2, g, s) for g in (1.25, 1.5, 1.75) for s in range(4)}
+    assert [d["action"] for d in assessment] == ["locate", "no crossing"]
+    assert reason == ""
+
+
+def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_both_ends() -> None:
+    p = plan()
+    est, low, high = [1.02, 1.5], [0.9, 1.49], [1.3, 1.51]  # rho 0.5's bracket [1, 2] is coarse: locate
+    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(4)])
+    blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 2, 1e9)
+    new = points(blocks)
+    assert {x for x in new if x[0] == 0.2} == {(0.2, g, s) for g in (1.01, 1.03) for s in range(4, 8)}
+    assert [d["action"] for d in assessment] == ["seeds", "locate"]
+
+
+def test_precise_rows_get_nothing_and_the_round_says_why_it_stops() -> None:
+    p = plan(precision=1.1)  # brackets of half-width 0.5 and 1 and intervals of 0.02 are precise
+    blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99],
+                                                                            [1.51, 3.01]), 1, 1e9)
+    assert blocks == [] and {d["action"] for d in assessment} == {"precise"}
+    assert reason == "every boundary is precise"
+
+
+def test_curve_rows_between_neighbours_that_differ() -> None:
+    p = plan(precision=1.1, curve=["rho"])  # estimates 1.5 apart
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1, 1e9)
+    assert points(blocks) == {(0.35, g, s) for g in GAMMA for s in range(4)}
+    assert [d["action"] for d in assessment][-1] == "curve"
+
+
+def test_max_new_defers_the_least_urgent_rows() -> None:
+    p = plan(points=1, max_new=4)
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.45, 2.6], [1.55, 3.4]), 1, 1e9)
+    # rho 0.5: half-width 0.4 in bracket [2, 4] (urgency 8) before rho 0.2: 0.05 in [1, 2] (1)
+    assert points(blocks) == {(0.5, 3.0, s) for s in range(4)}
+    assert [d["action"] for d in assessment] == ["deferred", "locate"]
+
+
+def test_max_seeds_stops_a_noisy_row() -> None:
+    p = plan(max_seeds=4)
+    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(4)])
+    blocks, assessment, reason = decide(p, p.refine, sim, boundary([1.02, np.nan], [0.9, np.nan], [1.3, np.nan]), 2, 1e9)
+    assert blocks == [] and assessment[0]["action"] == "max_seeds"
+    assert "max_seeds" in reason
+
+
+def test_the_budget_defers_what_it_cannot_pay() -> None:
+    p = plan()
+    blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [1.4, np.nan],
+                                                                            [1.6, np.nan]), 1, 1e-3)
+    assert blocks == [] and assessment[0]["action"] == "deferred"
+    assert reason == "the core-hour budget is spent"
+
+
+@pytest.mark.parametrize("refine, key, words", [
+    ({"precision": 0}, "refine.precision", "less than or equal to the minimum"),
+    ({"precision": -0.1}, "refine.precision", "less than or equal to the minimum"),
+    ({"precision": 0.1, "core_hours": 1e-6}, "refine.core_hours", "no budget left"),
+    ({"precision": 0.1, "boundaries": ["gamma_star"]}, "refine.boundaries", "unknown boundary"),
+    ({"precision": 0.1, "curve": ["gamma"]}, "refine.curve", "no curve axis"),
+    ({"precision": 0.1, "max_seeds": 2}, "refine.max_seeds", "below the 4 seeds"),
+    ({"rounds": 3}, "refine.precision", "required key is missing"),
+])
+def test_bad_refine_settings_name_their_key(refine, key, words) -> None:
+    config = {"experiments": {"critical_scaling": {"n": [64], "d": [16], "seeds": 4, "refine": refine}}}
+    with pytest.raises(ConfigError) as err:
+        load_sweep(config)
+    assert str(err.value).startswith(f"experiments.critical_scaling.{key}:") and words in str(err.value)
