@@ -16,6 +16,7 @@ Each experiment's tiny config is tests/slurm_configs/<experiment>.yaml.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
+from conftest import refine_command
 
 from attnsweep import registry
 from attnsweep.config import load_sweep, load_yaml
@@ -181,16 +183,23 @@ def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cance
 
 
 @pytest.fixture(scope="module")
-def sweeps(cluster, tmp_path_factory, tiny_run) -> dict:
+def sweeps(cluster, tmp_path_factory, tiny_run, tiny_refine) -> dict:
     """Per experiment: a SLURM sweep to boundary.csv, and the local run of the same config that
     the other suites share (``tiny_run``, made here while SLURM works if no suite made it yet);
-    for RETRIED also a SLURM sweep of the simulate jobs in which one job is cancelled while it runs."""
+    for RETRIED also a SLURM sweep of the simulate jobs in which one job is cancelled while it runs;
+    and the tiny refinement (two rounds) through the profile, against its local run (``tiny_refine``)."""
     root = tmp_path_factory.mktemp("sweeps")
     names = registry.names()
     procs = {}
     for name in names:
         target = f"results/{name}/boundary.csv"
         procs[("slurm", name)] = snakemake(root / "slurm" / name, name, target, slurm=True)
+    refined = root / "refine" / "critical_scaling"
+    refined.mkdir(parents=True)
+    with open(refined / "snakemake.out", "w") as log:
+        procs[("refine", "critical_scaling")] = subprocess.Popen(
+            refine_command(refined, "--workflow-profile", str(PROFILE), *SLURM_ARGS), cwd=refined, env=ENV,
+            stdout=log, stderr=subprocess.STDOUT)
     retried = root / "retried" / RETRIED
     procs[("retried", RETRIED)] = snakemake(retried, RETRIED, "--until", "simulate", slurm=True)
     cancelled: list[str] = []
@@ -209,7 +218,7 @@ def sweeps(cluster, tmp_path_factory, tiny_run) -> dict:
                 proc.wait(timeout=60)
         watcher.join(timeout=30)
     jobs = {key: slurm_history(root / key[0] / key[1]) for key in procs}
-    return {"root": root, "local": local, "text": texts, "jobs": jobs, "cancelled": cancelled}
+    return {"root": root, "local": local, "text": texts, "jobs": jobs, "cancelled": cancelled, "refined": refined}
 
 
 def assert_same_store(a: Path, b: Path) -> None:
@@ -300,3 +309,14 @@ def test_cancelled_job_is_retried(sweeps: dict) -> None:
     runs = Path("results") / experiment / "runs"
     for store in stores:
         assert_same_store(workdir / runs / store, local / runs / store)
+
+
+def test_slurm_refinement_equals_local(sweeps: dict, tiny_refine: Path) -> None:
+    """Two rounds of the tiny refinement, each an ordinary run through the profile as SLURM jobs:
+    the same decisions, record and stores as the local refinement, bit for bit."""
+    slurm, local = sweeps["refined"] / "results" / "critical_scaling", tiny_refine / "results" / "critical_scaling"
+    assert (slurm / "refine.json").read_text() == (local / "refine.json").read_text()
+    assert len(json.loads((slurm / "refine.json").read_text())["rounds"]) == 2
+    assert any(job["Comment"].startswith("rule_simulate") for job in sweeps["jobs"][("refine", "critical_scaling")])
+    for store in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
+        assert_same_store(slurm / store, local / store)

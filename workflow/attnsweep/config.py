@@ -231,10 +231,6 @@ class Plan:
         return [self._block(dict(zip(self.wildcards, values)), batched)
                 for values in itertools.product(*(rect[axis] for axis in self.wildcards))]
 
-    def seconds_total(self) -> float:
-        """Estimated one-core seconds of every job of the plan, added rectangles included."""
-        return sum(estimate(self.experiment.job_seconds, job) for job in self.jobs().values())
-
     def _batched(self, rect: dict[str, list]) -> dict[str, list]:
         return {axis: list(rect[axis]) for axis in (*self.experiment.axis_names, SEED) if axis not in self.wildcards}
 

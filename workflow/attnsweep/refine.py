@@ -437,9 +437,18 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
     from attnsweep.config import load_sweep, load_yaml
 
     log = logging.getLogger("attnsweep.refine")
+    for arg in snakemake_args:
+        if arg in ("-d", "--directory") or arg.startswith("--directory="):
+            raise ConfigError(arg, "attnsweep refine runs Snakemake in the current directory (where it "
+                                   "reads the results): cd there instead of passing --directory")
+        if arg == "--configfile" or arg.startswith("--configfile="):
+            raise ConfigError(arg, "the config is attnsweep refine's first argument")
     config = load_yaml(config_path)
 
     def snakemake(targets: list[str]) -> int:
+        base = [sys.executable, "-m", "snakemake", *snakemake_args, "--configfile", config_path]
+        if any(Path(".snakemake", "locks").glob("*")):
+            clear_stale_lock(config.get("results", "results"), base)
         command = [sys.executable, "-m", "snakemake", *targets, *snakemake_args, "--configfile", config_path]
         log.info("running %s", " ".join(command))
         return subprocess.run(command).returncode
@@ -465,6 +474,20 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
                 added = True
         if not added:
             return snakemake([])
+
+
+def clear_stale_lock(results: str, snakemake: list[str]) -> None:
+    """Unlock the working directory after a killed run: Snakemake's lock outlives kill -9, the
+    results lock (:mod:`attnsweep.lock`, a kernel ``flock``) does not, so when nothing holds the
+    latter no run of these results is alive and the former is stale."""
+    import logging
+    import subprocess
+
+    from attnsweep.lock import claim
+
+    claim(results).close()  # refused, naming the holder, while a run of these results is alive
+    logging.getLogger("attnsweep.refine").info("removing the stale Snakemake lock of a killed run")
+    subprocess.run([*snakemake, "--unlock"], check=True, capture_output=True)
 
 
 def summary(plan: Plan, results: str | Path) -> list[str]:

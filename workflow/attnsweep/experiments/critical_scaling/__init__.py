@@ -150,6 +150,10 @@ class CriticalScaling(Experiment):
             probe_var = sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]
             out["eta_hutchinson_se"] = np.sqrt(probe_var.sum("seed")) / k
             out["eta_hutchinson_se"].attrs.update(long_name="part of eta_se due to the finite probe count", units="1")
+        if "simulated" in sweep:
+            out["seeds_held"] = sweep["simulated"].sum("seed")
+            out["seeds_held"].attrs.update(long_name="seeds simulated at the point (a refined sweep differs "
+                                                     "by point; 0: not simulated)", units="1")
         out = out.compute()
         out.update(self.theory(out))
         out.attrs.update(sweep.attrs)

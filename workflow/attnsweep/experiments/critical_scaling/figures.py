@@ -58,6 +58,8 @@ def heatmaps(observable: str, n: int, summary: xr.Dataset, boundary: xr.Dataset)
     fig = Figure(figsize=(4.2 * len(ds), 3.6), layout="constrained")
     axes = fig.subplots(1, len(ds), squeeze=False)[0]
     rho, gamma = summary["rho"].values, summary["gamma"].values
+    seeds = summary["seeds_held"].sel(n=n, alpha=alpha) if "seeds_held" in summary else None
+    refined = seeds is not None and bool((seeds != seeds.max()).any())
     rho_line = np.linspace(rho.min(), rho.max(), 200)
     for ax, d in zip(axes, ds):
         panel = data.sel(d=d).transpose("gamma", "rho").values
@@ -73,6 +75,11 @@ def heatmaps(observable: str, n: int, summary: xr.Dataset, boundary: xr.Dataset)
         err = error_bars(star, low, high)
         ax.errorbar(rho, star, yerr=err, fmt="o", ms=3.5, color="tab:red", ecolor="tab:red",
                     capsize=2, label=r"measured $\gamma^*$")
+        if refined:  # a union of blocks: white is not simulated; dots are, sized by their seeds
+            held = seeds.sel(d=d).transpose("gamma", "rho").values
+            g, r = np.nonzero(held)
+            ax.scatter(rho[r], gamma[g], s=4 * np.sqrt(held[g, r] / held.max()), c="k", lw=0,
+                       label="simulated (size: seeds)")
         ax.set(xlabel=r"$\rho$", ylabel=r"$\gamma$", title=f"d = {int(d)}", ylim=(gamma.min(), gamma.max()))
     axes[0].legend(loc="upper left", fontsize=7, framealpha=0.7)
     fig.suptitle(f"{LABELS[observable]}, n = {n}")
