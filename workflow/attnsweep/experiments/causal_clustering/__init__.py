@@ -19,7 +19,6 @@ apart). A centre captures itself.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,11 +26,12 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing
+from attnsweep.crossing import bootstrap_crossing, seed_mean
 from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.seeds import presence, standard_error
 
 if TYPE_CHECKING:
     import torch
@@ -91,6 +91,9 @@ class CausalClustering(Experiment):
     # One job per (n, d): betas, seeds, value matrices and masks batched in it.
     default_wildcards = ("n", "d")
     version = 1
+    # The median collapse time is located along the output time (more seeds narrow it), a curve
+    # of beta (Fig. 3, the boundary figure). Rows also run over the value matrix and the mask.
+    targets = (Target("t_collapse", crossing=None, curves=("beta",)),)
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         check_times(options, grid, prefix)
@@ -147,8 +150,7 @@ class CausalClustering(Experiment):
         for var in (*SERIES, *COUNTS):
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
-            out[f"{var}_se"] = se
+            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         for var in ("captured_renyi", "captured_strong"):
             for q in QUANTILES:
@@ -199,28 +201,47 @@ class CausalClustering(Experiment):
         t = sweep["t"].values
         clusters = sweep["clusters"].transpose(*dims, "seed", "t").values
         collapsed = np.where(np.isnan(clusters), np.nan, clusters <= 1).astype(float)
+        # A refined sweep: the seeds each (n, d, beta) holds, broadcast over value and mask.
+        held = presence(sweep, ("n", "d", "beta", "seed"))
+        held = None if held is None else np.broadcast_to(held[:, :, :, None, None, :], clusters.shape[:-1])
         est, low, high = bootstrap_crossing(np.r_[t[0] - 1.0, t], np.concatenate(
-            [np.zeros(collapsed.shape[:-1] + (1,)), collapsed], -1), 0.5)
+            [np.zeros(collapsed.shape[:-1] + (1,)), collapsed], -1), 0.5,
+            present=None if held is None else held[..., None])
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
         out["t_collapse"] = (dims, est)
         out["t_collapse_low"] = (dims, low)
         out["t_collapse_high"] = (dims, high)
         tokens = sweep["n"].values.reshape(-1, *([1] * (clusters.ndim - 1)))
-        out["persistence"] = (dims, _longest_plateau(t, clusters, tokens).mean(-1))
+        out["persistence"] = (dims, _over_seeds(_longest_plateau(t, clusters, tokens), held))
         counts = clusters[..., -1]  # (n, d, beta, value, causal, seed): the meta-stable count at t_max
-        out["clusters_final"] = (dims, counts.mean(-1))
-        out["collapsed_final"] = (dims, (counts <= 1).mean(-1))
+        out["clusters_final"] = (dims, _over_seeds(counts, held))
+        out["collapsed_final"] = (dims, _over_seeds(counts <= 1, held))
         slope = np.full((*counts.shape[:2], *counts.shape[3:5], 3), np.nan)
         beta = sweep["beta"].values
         if len(beta) > 1:
             for i, j, v, m in np.ndindex(*counts.shape[:2], *counts.shape[3:5]):
-                slope[i, j, v, m] = theory.scaling_exponent(beta, counts[i, j, :, v, m])
+                if held is None:
+                    slope[i, j, v, m] = theory.scaling_exponent(beta, counts[i, j, :, v, m])
+                    continue
+                # A refined sweep: the betas (n, d) holds, and the seeds all of them hold (a seed is
+                # resampled jointly across beta).
+                rows = held[i, j, :, v, m].any(-1)
+                common = held[i, j, rows, v, m].all(0)
+                if rows.sum() >= 2 and common.any():
+                    slope[i, j, v, m] = theory.scaling_exponent(beta[rows], counts[i, j, rows, v, m][:, common])
         fit = ("n", "d", "value", "causal")
         for k, name in enumerate(("exponent", "exponent_low", "exponent_high")):
             out[name] = (fit, slope[..., k])
         out["exponent_theory"] = (out["d"] - 1) / 2
-        out["exponent_t"] = ((*fit, "t"), _log_slope(beta, summary["clusters"].transpose("n", "d", "beta", "value",
-                                                                                        "causal", "t").values))
+        means = summary["clusters"].transpose("n", "d", "beta", "value", "causal", "t").values
+        if held is None:
+            exponent_t = _log_slope(beta, means)
+        else:  # a refined sweep: per (n, d), over the betas it holds
+            exponent_t = np.full((*means.shape[:2], *means.shape[3:]), np.nan)
+            for i, j in np.ndindex(*means.shape[:2]):
+                rows = held[i, j, :, 0, 0].any(-1)
+                exponent_t[i, j] = _log_slope(beta[rows], means[i:i + 1, j:j + 1, rows])[0, 0]
+        out["exponent_t"] = ((*fit, "t"), exponent_t)
         for var in (*COUNTS, "strong_count_theory", "renyi_count_saturated"):
             out[var] = summary[var].isel(value=0, causal=0, drop=True) if var in COUNTS else summary[var]
         for var in ("captured_renyi", "captured_strong"):
@@ -285,6 +306,14 @@ def _log_slope(beta: np.ndarray, counts: np.ndarray) -> np.ndarray:
     x = np.log(beta) - np.log(beta).mean()
     y = np.log(np.moveaxis(counts, 2, -1))
     return ((y - y.mean(-1, keepdims=True)) * x).sum(-1) / (x * x).sum()
+
+
+def _over_seeds(values: np.ndarray, held: np.ndarray | None) -> np.ndarray:
+    """Mean over the last axis (seeds) of ``values``; over the seeds ``held`` (same shape, a refined
+    sweep) where given, NaN where none is."""
+    if held is None:
+        return values.mean(-1)
+    return seed_mean(values[..., None], held[..., None])[..., 0]
 
 
 def _longest_plateau(t: np.ndarray, counts: np.ndarray, n: np.ndarray) -> np.ndarray:

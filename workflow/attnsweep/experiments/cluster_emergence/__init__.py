@@ -15,7 +15,6 @@ the dtype to run it in (scores grow like e^{2 lambda_1 t}; notes 004 s6).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,11 +22,12 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.crossing import bootstrap_crossing, first_crossing, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.seeds import presence, standard_error
 
 if TYPE_CHECKING:
     import torch
@@ -77,6 +77,9 @@ class ClusterEmergence(Experiment):
     # share their draws) are batched in it.
     default_wildcards = ("n", "d")
     version = 1
+    # t* is located along the output time (more seeds narrow it); a curve of the box half-width a,
+    # the axis the dynamics is not invariant in (Remark 3.3).
+    targets = (Target("t_star", crossing=None, curves=("scale",)),)
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         used = {"v": options["value"] == "fixed", "spectrum": options["value"] == "spectrum",
@@ -171,8 +174,7 @@ class ClusterEmergence(Experiment):
         for var in SERIES:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean (flagged runs left out)")
-            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
-            out[f"{var}_se"] = se
+            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         out["valid"] = sweep["defect"].notnull().sum("seed")
         out["valid"].attrs.update(long_name="runs not flagged for scores above 1e300 (rd.LOGIT_LIMIT)", units="1")
@@ -223,7 +225,12 @@ class ClusterEmergence(Experiment):
         for name, values in checks.items():
             data = xr.DataArray(values, dims=dims)
             out[name] = data.max("seed") if name == "hull_excess" else data.mean("seed")
-        out["rank_bound"] = xr.DataArray(checks["rank_bound"], dims=dims).min("seed", skipna=False)
+        held = presence(sweep, dims)  # a refined sweep: the minimum over the seeds each point holds
+        if held is None:
+            out["rank_bound"] = xr.DataArray(checks["rank_bound"], dims=dims).min("seed", skipna=False)
+        else:
+            least = np.where(held, checks["rank_bound"], np.inf).min(-1)
+            out["rank_bound"] = xr.DataArray(np.where(held.any(-1), least, np.nan), dims=dims[:-1])
         long_names = {
             "limit_fraction": "seed mean fraction of tokens whose F-coordinates end within cluster_radius diam of "
                               "the boundary of their hull or 0 (Thms 3.1, 4.2, 5.2 predict 1)",
@@ -251,13 +258,16 @@ class ClusterEmergence(Experiment):
         defect = _forward_fill(sweep["defect"].transpose(*dims, "seed", "t").values)
         x = np.concatenate([t[:1], t])
         curves = -np.concatenate([np.ones(defect.shape[:-1] + (1,)), defect], -1)
-        est, low, high = bootstrap_crossing(x, curves, -LEVEL)
+        present = presence(sweep, (*dims, "seed"))  # a refined sweep: points hold different seeds
+        present = None if present is None else present[..., None]
+        est, low, high = bootstrap_crossing(x, curves, -LEVEL, present=present)
+        mean = curves.mean(-2) if present is None else seed_mean(curves, present)
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
         out["t_star"] = (dims, est)
         out["t_star_low"] = (dims, low)
         out["t_star_high"] = (dims, high)
         for level in BAND:
-            out[f"t_{int(level * 100)}"] = (dims, first_crossing(x, curves.mean(-2), -level))
+            out[f"t_{int(level * 100)}"] = (dims, first_crossing(x, mean, -level))
         lost = summary["resolved"].transpose(*dims, "t").values < 1
         out["t_unresolved"] = (dims, np.where(lost.any(-1), t[lost.argmax(-1)], np.nan))
         final = summary.isel(t=-1)

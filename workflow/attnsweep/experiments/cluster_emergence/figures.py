@@ -135,7 +135,7 @@ def coordinates(summary: xr.Dataset) -> Figure:
     fig = Figure(figsize=(3.8 * len(ds), 5.6), layout="constrained")
     axes = fig.subplots(2, len(ds), squeeze=False, sharex=True)
     for col, d in enumerate(ds):
-        sel = {"d": d, "n": summary["n"].values[0], "scale": summary["scale"].values[0]}
+        sel = _shown(summary, d)
         mean = summary["coordinate_mean"].sel(sel).transpose("t", "mode", "sign")
         std = np.sqrt(summary["coordinate_var"].sel(sel).transpose("t", "mode", "sign"))
         real = summary["eigenvalue_real"].sel(sel).values
@@ -181,7 +181,15 @@ def boundary(bnd: xr.Dataset) -> Figure:
 
 
 def _snapshot_at(summary: xr.Dataset, d: float) -> xr.Dataset:
-    return summary.sel(d=d, n=summary["n"].values[0], scale=summary["scale"].values[0])
+    return summary.sel(_shown(summary, d))
+
+
+def _shown(summary: xr.Dataset, d: float) -> dict[str, float]:
+    """The point shown for ``d``: the first (n, scale) that holds the first seed (in a refined
+    sweep some rows hold none; on a product grid the first (n, scale))."""
+    held = summary["multiplicity"].sel(d=d).notnull().transpose("n", "scale").values
+    i, j = np.argwhere(held)[0] if held.any() else (0, 0)
+    return {"d": d, "n": summary["n"].values[i], "scale": summary["scale"].values[j]}
 
 
 def _order(view: xr.Dataset) -> np.ndarray:

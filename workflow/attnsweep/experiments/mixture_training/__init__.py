@@ -26,7 +26,8 @@ import xarray as xr
 from attnsweep import cost
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.seeds import presence, standard_error
 
 if TYPE_CHECKING:
     import torch
@@ -37,6 +38,7 @@ SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_
           "sym_score", "sym_align")
 AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
 LEVEL = math.log(2) / 2  # the loss floor while attention is uniform (notes 002 s6): t* is its crossing
+RESAMPLES = 1000  # bootstrap draws of the seeds (attnsweep.crossing's default)
 
 
 def recorded_steps(steps: int, every: int) -> np.ndarray:
@@ -72,6 +74,9 @@ class MixtureTraining(Experiment):
     # One job per (K, L, m): every omega, lr, b, seed, mode and engine trains in one tensor batch.
     default_wildcards = ("K", "L", "m")
     version = 1
+    # t* is located along the recorded steps (more seeds narrow it); a curve of K (the fit
+    # t* = B (K - K_0)) and of omega. Rows also run over the mode and the engine.
+    targets = (Target("t_star", crossing=None, curves=("K", "omega")),)
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         steps = options["steps"]
@@ -199,8 +204,7 @@ class MixtureTraining(Experiment):
         for var in AVERAGED:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
-            out[f"{var}_se"] = se
+            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units=sweep[var].attrs.get("units", "1"))
         for var in ("attention", "stage_steps"):
             out[var] = sweep[var].isel(seed=0, drop=True)
@@ -244,20 +248,31 @@ class MixtureTraining(Experiment):
         002 s8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
         + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
         bootstrap intervals (``theory.bootstrap_fit``)."""
-        from attnsweep.crossing import bootstrap_crossing, first_crossing, resampled_means
+        from attnsweep.crossing import bootstrap_crossing, first_crossing, resampled_means, stratified_means
         from attnsweep.experiments.mixture_training import theory
 
         dims = ("K", "L", "omega", "m", "lr", "b", "mode", "engine")
         step = sweep["step"].values.astype(float)
         hard = sweep["loss_hard"].transpose(*dims, "seed", "step").values
         lr = sweep["lr"].values[None, None, None, None, :, None, None, None]
-        est, low, high = (x * lr for x in bootstrap_crossing(step, -hard, -LEVEL))
+        held = presence(sweep, (*self.axis_names, "seed"))  # a refined sweep: points hold different seeds
+        if held is not None:  # (..., seed) -> (..., mode, engine, seed, step)
+            held = np.broadcast_to(held[..., None, None, :, None], hard.shape[:-1] + (1,))
+        est, low, high = (x * lr for x in bootstrap_crossing(step, -hard, -LEVEL, present=held))
         same = summary["s_same"].sel(head=0).transpose(*dims, "step").values
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
         for name, values in (("t_star", est), ("t_star_low", low), ("t_star_high", high),
                              ("t_score", first_crossing(step, same, 1.0) * lr)):
             out[name] = (dims, values)
-        boot = first_crossing(step, -resampled_means(hard), -LEVEL) * lr[..., None]  # (..., R)
+        if held is None:
+            boot = first_crossing(step, -resampled_means(hard), -LEVEL) * lr[..., None]  # (..., R)
+        else:  # each row resampled over its own seeds, as bootstrap_crossing does
+            boot = np.full((*hard.shape[:-2], RESAMPLES), np.nan)
+            for row in np.ndindex(hard.shape[:-2]):
+                if held[row].any():
+                    means = stratified_means(hard[row], np.broadcast_to(held[row], hard[row].shape), RESAMPLES)
+                    boot[row] = first_crossing(step, -means, -LEVEL, held[row].any(0))
+            boot = boot * lr[..., None]
         fit_dims = dims[1:]
         fits = np.full((*hard.shape[1:-2], 6), np.nan)
         Ks = sweep["K"].values.astype(float)

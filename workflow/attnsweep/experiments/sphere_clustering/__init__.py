@@ -11,7 +11,6 @@ hitting time of gamma_beta(t) (Theorem 6.8).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,8 @@ from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.seeds import presence, standard_error
 
 if TYPE_CHECKING:
     import torch
@@ -60,6 +60,9 @@ class SphereClustering(Experiment):
     )
     default_wildcards = ("n", "d")
     version = 1
+    # t* is located along the output time (more seeds narrow it); a curve of the temperature
+    # beta_eff = beta + gamma log n, drawn against beta (or gamma where only gamma is swept).
+    targets = (Target("t_star", crossing=None, curves=("beta", "gamma")),)
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         if options["matrices"] == "fixed":
@@ -134,8 +137,7 @@ class SphereClustering(Experiment):
         for var in [v for v in ("clustered", "clusters", "boolean_rank", "min_cosine", "energy") if v in sweep]:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            se = sweep[var].std("seed", ddof=1) / math.sqrt(k) if k > 1 else xr.full_like(out[var], np.nan)
-            out[f"{var}_se"] = se
+            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         if "snapshot" in sweep:
             out["snapshot"] = sweep["snapshot"].isel(seed=0)  # one trajectory per beta (Fig. 4)
@@ -184,7 +186,8 @@ class SphereClustering(Experiment):
         dims = ("n", "d", "rho", "beta", "gamma")
         t = sweep["t"].values
         samples = sweep["clustered"].transpose(*dims, "seed", "t").values
-        est, low, high = bootstrap_crossing(t, samples, LEVEL)
+        present = presence(sweep, (*dims, "seed"))  # a refined sweep: points hold different seeds
+        est, low, high = bootstrap_crossing(t, samples, LEVEL, present=None if present is None else present[..., None])
         mean = summary["clustered"].transpose(*dims, "t").values
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
         out["t_star"] = (dims, est)
