@@ -50,7 +50,7 @@ def points(blocks):
 def test_a_coarse_bracket_gets_new_values_inside_it_with_its_seeds() -> None:
     p = plan(points=3)
     blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [1.49, np.nan],
-                                                                            [1.51, np.nan]), 1, 1e9)
+                                                                            [1.51, np.nan]), 1e9)
     assert points(blocks) == {(0.2, g, s) for g in (1.25, 1.5, 1.75) for s in range(4)}
     assert [d["action"] for d in assessment] == ["locate", "no crossing"]
     assert reason == ""
@@ -60,7 +60,7 @@ def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_both_ends() -> N
     p = plan()
     est, low, high = [1.02, 1.5], [0.9, 1.49], [1.3, 1.51]  # rho 0.5's bracket [1, 2] is coarse: locate
     sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(4)])
-    blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 2, 1e9)
+    blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 1e9)
     new = points(blocks)
     assert {x for x in new if x[0] == 0.2} == {(0.2, g, s) for g in (1.01, 1.03) for s in range(4, 8)}
     assert [d["action"] for d in assessment] == ["seeds", "locate"]
@@ -69,30 +69,38 @@ def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_both_ends() -> N
 def test_precise_rows_get_nothing_and_the_round_says_why_it_stops() -> None:
     p = plan(precision=1.1)  # brackets of half-width 0.5 and 1 and intervals of 0.02 are precise
     blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99],
-                                                                            [1.51, 3.01]), 1, 1e9)
+                                                                            [1.51, 3.01]), 1e9)
     assert blocks == [] and {d["action"] for d in assessment} == {"precise"}
     assert reason == "every boundary is precise"
 
 
 def test_curve_rows_between_neighbours_that_differ() -> None:
     p = plan(precision=1.1, curve=["rho"])  # estimates 1.5 apart
-    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1, 1e9)
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1e9)
     assert points(blocks) == {(0.35, g, s) for g in GAMMA for s in range(4)}
     assert [d["action"] for d in assessment][-1] == "curve"
 
 
 def test_max_new_defers_the_least_urgent_rows() -> None:
     p = plan(points=1, max_new=4)
-    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.45, 2.6], [1.55, 3.4]), 1, 1e9)
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.45, 2.6], [1.55, 3.4]), 1e9)
     # rho 0.5: half-width 0.4 in bracket [2, 4] (urgency 8) before rho 0.2: 0.05 in [1, 2] (1)
     assert points(blocks) == {(0.5, 3.0, s) for s in range(4)}
     assert [d["action"] for d in assessment] == ["deferred", "locate"]
 
 
+def test_a_proposal_larger_than_max_new_is_deferred_and_said_so() -> None:
+    p = plan(points=3, max_new=4)  # 3 values x 4 seeds
+    blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [1.49, np.nan],
+                                                                            [1.51, np.nan]), 1e9)
+    assert blocks == [] and assessment[0]["action"] == "deferred"
+    assert reason == "every row's proposal alone exceeds max_new = 4"
+
+
 def test_max_seeds_stops_a_noisy_row() -> None:
     p = plan(max_seeds=4)
     sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(4)])
-    blocks, assessment, reason = decide(p, p.refine, sim, boundary([1.02, np.nan], [0.9, np.nan], [1.3, np.nan]), 2, 1e9)
+    blocks, assessment, reason = decide(p, p.refine, sim, boundary([1.02, np.nan], [0.9, np.nan], [1.3, np.nan]), 1e9)
     assert blocks == [] and assessment[0]["action"] == "max_seeds"
     assert "max_seeds" in reason
 
@@ -100,7 +108,7 @@ def test_max_seeds_stops_a_noisy_row() -> None:
 def test_the_budget_defers_what_it_cannot_pay() -> None:
     p = plan()
     blocks, assessment, reason = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [1.4, np.nan],
-                                                                            [1.6, np.nan]), 1, 1e-3)
+                                                                            [1.6, np.nan]), 1e-3)
     assert blocks == [] and assessment[0]["action"] == "deferred"
     assert reason == "the core-hour budget is spent"
 

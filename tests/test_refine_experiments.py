@@ -258,7 +258,7 @@ def test_a_round_decides_on_every_row(refined: Refined) -> None:
     (precision 1e-3) get seeds, and the curve axis gets a row between neighbours that differ."""
     _, bnd = analyse(refined.experiment, refined.sweep)
     plan = refined.plan
-    blocks, assessment, _ = decide(plan, plan.refine, refined.sweep["simulated"], bnd, 1, 1e12)
+    blocks, assessment, _ = decide(plan, plan.refine, refined.sweep["simulated"], bnd, 1e12)
     rows = bnd[refined.target.variable]
     held = refined.sweep["simulated"].any("seed")
     expected = int(held.broadcast_like(rows).sum())

@@ -162,8 +162,7 @@ class Proposal:
     decision: dict[str, Any]
 
 
-def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset, round_no: int,
-           budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
+def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset, budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
     """One round: the rectangles to add, the assessment of every row, and why it stops ("" if not).
 
     ``simulated`` is ``sweep.zarr``'s mask (axes x seed), ``budget_s`` the core-seconds left.
@@ -198,8 +197,10 @@ def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.D
     blocks = _rectangles(chosen, axes, _free_axis(refine))
     if blocks:
         return blocks, assessment, ""
-    if deferred == "core_hours" or any(p.decision["action"] == "deferred" for p in proposals):
+    if deferred == "core_hours":
         return [], assessment, "the core-hour budget is spent"
+    if deferred:
+        return [], assessment, f"every row's proposal alone exceeds max_new = {refine.max_new}"
     if any(d["action"] != "precise" and d["action"] != "no crossing" for d in assessment):
         return [], assessment, "rows left imprecise cannot be refined further (max_seeds reached)"
     return [], assessment, "every boundary is precise"
@@ -413,7 +414,7 @@ def assess(plan: Plan, results: str | Path, record: dict[str, Any]) -> dict[str,
     rounds = record["rounds"]
     spent = sum(plan.seconds().values()) + sum(r["core_hours"] for r in rounds) * 3600
     budget = plan.refine.core_hours * 3600 - spent
-    blocks, assessment, reason = decide(plan, plan.refine, simulated, boundary, len(rounds) + 1, budget)
+    blocks, assessment, reason = decide(plan, plan.refine, simulated, boundary, budget)
     if blocks and len(rounds) >= plan.refine.rounds:
         blocks, reason = [], f"the round limit ({plan.refine.rounds}) is reached"
     record.pop("final", None)
