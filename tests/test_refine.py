@@ -127,3 +127,15 @@ def test_bad_refine_settings_name_their_key(refine, key, words) -> None:
     with pytest.raises(ConfigError) as err:
         load_sweep(config)
     assert str(err.value).startswith(f"experiments.critical_scaling.{key}:") and words in str(err.value)
+
+
+def test_curve_rows_the_experiment_refuses_are_not_proposed(monkeypatch) -> None:
+    p = plan(precision=1.1, curve=["rho"])
+
+    def refuse(options, grid, prefix):
+        if 0.35 in grid["rho"]:
+            raise ConfigError(f"{prefix}.rho", "refused")
+
+    monkeypatch.setattr(p.experiment, "check", refuse)
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1e9)
+    assert blocks == [] and "curve" not in {d["action"] for d in assessment}

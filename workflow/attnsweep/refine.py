@@ -352,7 +352,7 @@ def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: 
             if abs(e2 - e1) <= wanted:
                 continue
             new = _inside(rows_coords[axis][p[k]], rows_coords[axis][q[k]], 1, kind == "int")
-            if not new:
+            if not new or not _allowed(plan, axis, new[0]):
                 continue
             row = {d: rows_coords[d][i] for d, i in zip(dims, p)}
             row[axis] = new[0]
@@ -366,6 +366,15 @@ def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: 
                 "added": f"{axis} {format_value(new[0])}", "new_points": len(points),
                 "estimate": "", "low": "", "high": "", "wanted": _number(wanted)}))
     return out
+
+
+def _allowed(plan: Plan, axis: str, value: float) -> bool:
+    """Whether the experiment's own checks accept ``value`` on ``axis`` with the configured options."""
+    try:
+        plan.experiment.check(plan.options, {**plan.grid, axis: [value]}, f"experiments.{plan.name}")
+    except ConfigError:
+        return False
+    return True
 
 
 def _free_axis(refine: Settings) -> str | None:
