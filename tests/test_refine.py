@@ -139,3 +139,28 @@ def test_curve_rows_the_experiment_refuses_are_not_proposed(monkeypatch) -> None
     monkeypatch.setattr(p.experiment, "check", refuse)
     blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1e9)
     assert blocks == [] and "curve" not in {d["action"] for d in assessment}
+
+
+def test_collect_marks_exactly_the_values_it_places(tmp_path) -> None:
+    """``simulated`` is where values are: a store holding more of the union's points than the
+    rectangles ask for still counts, and every other point is NaN. A wanted point no store
+    holds is an error naming it."""
+    from attnsweep.aggregate import collect
+    from attnsweep.jobs import run_job
+    from attnsweep.store import open_store
+
+    config = {"device": "cpu", "experiments": {"critical_scaling": {
+        "n": [16], "d": [8], "rho": [0.2, 0.5], "gamma": [1.0, 2.0], "seeds": 2, "wildcards": [],
+        "refine": {"precision": 0.1}}}}
+    p = load_sweep(config).plans["critical_scaling"]
+    extra = {"n": [16], "d": [8], "rho": [0.5], "gamma": [1.5], "alpha": [0.0], "seed": [0, 1, 2]}
+    p = p.with_extra([extra])
+    runs = [run_job(spec, tmp_path / f"{k}.zarr".replace("/", "_"), device="cpu", threads=1, progress=False)
+            for k, spec in p.jobs().items()]
+    sweep = open_store(collect(runs, tmp_path / "sweep.zarr", p.coords(), [p.base()])).load()
+    held = ~np.isnan(sweep["lambda"].transpose(*sweep["simulated"].dims).values)
+    np.testing.assert_array_equal(sweep["simulated"].values, held)
+    assert bool(sweep["simulated"].sel(rho=0.5, gamma=1.5, seed=2).squeeze())  # not asked for, yet held
+    assert not sweep["simulated"].sel(rho=0.2, gamma=1.5).any()
+    with pytest.raises(ValueError, match="1 grid points are in no run store"):
+        collect(runs[:1], tmp_path / "partial.zarr", p.coords(), [p.base(), {**extra, "seed": [2]}])

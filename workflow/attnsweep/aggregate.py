@@ -40,8 +40,8 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     (reused from a larger grid) gives only these. Without ``grid``, the union of the stores'
     values. ``points`` are the rectangles (axis -> values) the sweep holds, a refined sweep
     being a union of them (default: the whole ``grid``): a point of them that no store holds is
-    an error, and the grid's other points stay NaN. The boolean ``simulated`` (axes x seed)
-    says which points hold values. Where each store goes is read
+    an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
+    (axes x seed) says which points hold values. Where each store goes is read
     from its job spec (``zarr.json`` attrs); its data variables are read concurrently through
     zarr's asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores:
     a reader costs ~1.5 s of imports, a store ~16 ms), a slab of at most ``slab_mib`` along one
@@ -111,7 +111,9 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
             where = np.argwhere(missing)[0]
             point = ", ".join(f"{dim} = {coords[dim][i]}" for dim, i in zip(grid, where))
             raise ValueError(f"{missing.sum()} grid points are in no run store, e.g. {point}")
-        simulated = xr.DataArray(filled & wanted, dims=list(grid)).transpose(*order)
+        # Every placed value counts, wanted or not: a reused store may hold more of the union's
+        # points than the rectangles ask for, and its values are real (same identity, same numbers).
+        simulated = xr.DataArray(filled, dims=list(grid)).transpose(*order)
         xr.Dataset({"simulated": simulated}).to_zarr(tmp, region={dim: slice(None) for dim in order},
                                                      zarr_format=3, consolidated=False)
 
