@@ -162,7 +162,8 @@ class Proposal:
     decision: dict[str, Any]
 
 
-def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset, budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
+def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset,
+           budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
     """One round: the rectangles to add, the assessment of every row, and why it stops ("" if not).
 
     ``simulated`` is ``sweep.zarr``'s mask (axes x seed), ``budget_s`` the core-seconds left.
@@ -185,12 +186,13 @@ def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.D
     for i in order:
         new = proposals[i].points - chosen
         cost = _seconds(plan, new, axes, _free_axis(refine))
-        if len(chosen) + len(new) > refine.max_new or spent + cost > budget_s:
-            proposals[i].decision.update(action="deferred", reason=(
-                f"{proposals[i].decision['action']} deferred: "
-                + ("max_new" if len(chosen) + len(new) > refine.max_new else "core_hours") + " reached"),
-                added="", new_points=0)
-            deferred = deferred or ("max_new" if len(chosen) + len(new) > refine.max_new else "core_hours")
+        limit = ("max_new" if len(chosen) + len(new) > refine.max_new
+                 else "core_hours" if spent + cost > budget_s else None)
+        if limit:
+            decision = proposals[i].decision
+            decision.update(action="deferred", reason=f"{decision['action']} deferred: {limit} reached",
+                            added="", new_points=0)
+            deferred = deferred or limit
             continue
         chosen |= new
         spent += cost
@@ -301,7 +303,8 @@ def _row(plan: Plan, refine: Settings, target: Target, have: _PointSet, row: dic
         if bracket <= wanted:
             return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", max_seeds reached"})
         axis = plan.experiment.axis(target.crossing)
-        seeds = sorted(set(have.seeds({**grid_row, target.crossing: a})) & set(have.seeds({**grid_row, target.crossing: b})))
+        ends = ({**grid_row, target.crossing: v} for v in (a, b))
+        seeds = sorted(set.intersection(*(set(have.seeds(end)) for end in ends)))
         new = _inside(a, b, refine.points, axis.kind == "int")
         points = {_point(plan, {**grid_row, target.crossing: v}, s) for v in new for s in seeds}
         added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
