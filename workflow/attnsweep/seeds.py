@@ -26,6 +26,6 @@ def standard_error(da: xr.DataArray, sweep: xr.Dataset) -> xr.DataArray:
     k = sweep.sizes["seed"]
     mask = sweep["simulated"] if "simulated" in sweep else None
     if mask is None or bool(mask.all()):
-        return da.std("seed", ddof=1) / np.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0), np.nan)
+        return da.std("seed", ddof=1) / np.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0, drop=True), np.nan)
     count = mask.sum("seed")
     return (da.std("seed", ddof=1) / np.sqrt(count).astype(da.dtype)).where(count > 1)

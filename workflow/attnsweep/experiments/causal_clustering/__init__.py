@@ -150,7 +150,7 @@ class CausalClustering(Experiment):
         for var in (*SERIES, *COUNTS):
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
+            out[f"{var}_se"] = standard_error(sweep[var], sweep)
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         for var in ("captured_renyi", "captured_strong"):
             for q in QUANTILES:

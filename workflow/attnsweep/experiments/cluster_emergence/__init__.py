@@ -174,7 +174,7 @@ class ClusterEmergence(Experiment):
         for var in SERIES:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean (flagged runs left out)")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
+            out[f"{var}_se"] = standard_error(sweep[var], sweep)
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         out["valid"] = sweep["defect"].notnull().sum("seed")
         out["valid"].attrs.update(long_name="runs not flagged for scores above 1e300 (rd.LOGIT_LIMIT)", units="1")

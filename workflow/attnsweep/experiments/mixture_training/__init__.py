@@ -204,7 +204,7 @@ class MixtureTraining(Experiment):
         for var in AVERAGED:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
+            out[f"{var}_se"] = standard_error(sweep[var], sweep)
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units=sweep[var].attrs.get("units", "1"))
         for var in ("attention", "stage_steps"):
             out[var] = sweep[var].isel(seed=0, drop=True)

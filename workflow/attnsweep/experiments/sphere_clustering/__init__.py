@@ -137,7 +137,7 @@ class SphereClustering(Experiment):
         for var in [v for v in ("clustered", "clusters", "boolean_rank", "min_cosine", "energy") if v in sweep]:
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep).drop_vars("seed", errors="ignore")
+            out[f"{var}_se"] = standard_error(sweep[var], sweep)
             out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
         if "snapshot" in sweep:
             out["snapshot"] = sweep["snapshot"].isel(seed=0)  # one trajectory per beta (Fig. 4)
