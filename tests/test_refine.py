@@ -56,14 +56,28 @@ def test_a_coarse_bracket_gets_new_values_inside_it_with_its_seeds() -> None:
     assert reason == ""
 
 
-def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_both_ends() -> None:
+def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_every_value_it_reaches() -> None:
+    """The bracket [1.01, 1.03] is fine, the interval [1.005, 1.5] wide: a resampled crossing
+    lands anywhere from [1, 1.01] to [1.03, 2], so the seeds at 1, 1.01, 1.03 and 2 set its width."""
     p = plan()
-    est, low, high = [1.02, 1.5], [0.9, 1.49], [1.3, 1.51]  # rho 0.5's bracket [1, 2] is coarse: locate
-    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(4)])
+    est, low, high = [1.02, 1.5], [1.005, 1.49], [1.5, 1.51]  # rho 0.5's bracket [1, 2] is coarse: locate
+    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03, 3.5) for s in range(4)])
     blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 1e9)
     new = points(blocks)
-    assert {x for x in new if x[0] == 0.2} == {(0.2, g, s) for g in (1.01, 1.03) for s in range(4, 8)}
+    assert {x for x in new if x[0] == 0.2} == {(0.2, g, s) for g in (1.0, 1.01, 1.03, 2.0) for s in range(4, 8)}
     assert [d["action"] for d in assessment] == ["seeds", "locate"]
+    assert assessment[0]["added"] == "seeds up to 8 at gamma 1, 1.01, 1.03, 2"
+
+
+def test_seeds_fill_the_values_the_interval_reaches_up_to_the_most_any_holds() -> None:
+    """Bracket ends at max_seeds and a neighbour inside the interval with the base seeds: the
+    neighbour is brought up to max_seeds, the ends get nothing more."""
+    p = plan(max_seeds=8)
+    est, low, high = [1.02, 1.5], [1.005, 1.49], [1.5, 1.51]
+    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(8)])
+    blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 1e9)
+    assert {x for x in points(blocks) if x[0] == 0.2} == {(0.2, g, s) for g in (1.0, 2.0) for s in range(4, 8)}
+    assert assessment[0]["action"] == "seeds"
 
 
 def test_precise_rows_get_nothing_and_the_round_says_why_it_stops() -> None:
@@ -79,6 +93,13 @@ def test_curve_rows_between_neighbours_that_differ() -> None:
     blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [1.49, 2.99], [1.51, 3.01]), 1e9)
     assert points(blocks) == {(0.35, g, s) for g in GAMMA for s in range(4)}
     assert [d["action"] for d in assessment][-1] == "curve"
+
+
+def test_no_curve_row_between_neighbours_that_differ_within_their_noise() -> None:
+    p = plan(precision=1.1, curve=["rho"])  # 1.5 apart, half-widths 0.8 and 0.9 (precise rows not)
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, 3.0], [0.7, 2.1], [2.3, 3.9]), 1e9)
+    assert "curve" not in [d["action"] for d in assessment]
+    assert all(r != 0.35 for r, _, _ in points(blocks))
 
 
 def test_max_new_defers_the_least_urgent_rows() -> None:

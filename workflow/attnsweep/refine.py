@@ -9,10 +9,13 @@ row's neighbouring values of the crossing axis around the estimate):
 - ``precise``: h <= p and (b - a)/2 <= p: nothing is added;
 - ``locate``: (b - a)/2 > p and h <= (b - a)/2 (the grid, not the noise, limits): ``points``
   new values evenly inside the bracket, with the seeds both bracket values hold;
-- ``seeds``: otherwise, h > p: the seeds at a and b (at the row's point for a time-located
-  boundary) doubled, up to ``max_seeds``, the same new seeds at both (paired);
+- ``seeds``: otherwise, h > p: at every value the interval reaches (the last held value at or
+  below its low end to the first at or above its high end, a and b at least; the row's point
+  for a time-located boundary) the seeds brought up to twice the most any of them holds, at most
+  ``max_seeds``, the same new seeds at each (paired);
 - ``curve``: along each axis of ``curves``, a row halfway between neighbouring rows whose
-  estimates differ by more than p, with the base grid's crossing values and seeds.
+  estimates differ by more than p and than their half-widths together (beyond the noise), with
+  the base grid's crossing values and seeds.
 
 A round's new points become rectangles of the grid (:meth:`attnsweep.config.Plan.with_extra`),
 recorded in ``<results>/<experiment>/refine.json`` before any of them runs; every run of the
@@ -256,7 +259,7 @@ def _target(plan: Plan, refine: Settings, target: Target, have: _PointSet, bnd: 
         out.append(_row(plan, refine, target, have, row, grid_row, present, est[at], low[at], high[at]))
     for axis in refine.curve:
         if axis in target.curves:
-            out += _curve(plan, refine, target, have, dims, rows_coords, est, exists, axis)
+            out += _curve(plan, refine, target, have, dims, rows_coords, est, (high - low) / 2, exists, axis)
     return out
 
 
@@ -292,12 +295,15 @@ def _row(plan: Plan, refine: Settings, target: Target, have: _PointSet, row: dic
     if half <= wanted and bracket <= wanted:
         return Proposal(set(), 0.0, {**decision, "action": "precise", "reason": text})
     points: set[tuple] = set()
+    at = ([{**grid_row, target.crossing: v} for v in _span(present, a, b, low, high)] if target.crossing
+          else [grid_row])
+    more = any(_more_seeds(have, p, refine) for p in at)
     action = "seeds"
     if target.crossing and bracket > wanted and half <= bracket:
         action = "locate"
     elif target.crossing:
-        action = "seeds" if _more_seeds(have, {**grid_row, target.crossing: a}, refine) else "locate"
-    elif not _more_seeds(have, grid_row, refine):
+        action = "seeds" if more else "locate"
+    elif not more:
         return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", max_seeds reached"})
     if action == "locate":
         if bracket <= wanted:
@@ -309,19 +315,28 @@ def _row(plan: Plan, refine: Settings, target: Target, have: _PointSet, row: dic
         points = {_point(plan, {**grid_row, target.crossing: v}, s) for v in new for s in seeds}
         added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
     else:
-        at = [{**grid_row, target.crossing: v} for v in (a, b)] if target.crossing else [grid_row]
         count = max(len(have.seeds(p)) for p in at)
         goal = min(2 * count, refine.max_seeds)
         for p in at:
             held = set(have.seeds(p))
             extra = [s for s in range(goal + max(held, default=0) + 1) if s not in held][: goal - len(held)]
             points |= {_point(plan, p, s) for s in extra}
-        where = f"{target.crossing} {format_value(a)}, {format_value(b)}" if target.crossing else "the row"
+        where = (f"{target.crossing} {', '.join(format_value(p[target.crossing]) for p in at)}" if target.crossing
+                 else "the row")
         added = f"seeds up to {goal} at {where}"
     if not points:
         return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", nothing to add"})
     return Proposal(points, urgency, {**decision, "action": action, "reason": text, "added": added,
                                       "new_points": len(points)})
+
+
+def _span(present: list[float], a: float, b: float, low: float, high: float) -> list[float]:
+    """The row's values that the interval [low, high] reaches: from the last held value at or
+    below ``low`` to the first at or above ``high``, and at least the bracket [a, b]. A resampled
+    crossing interpolates between these, so their seeds set the interval's width."""
+    start = max((v for v in present if v <= low), default=present[0]) if np.isfinite(low) else a
+    stop = min((v for v in present if v >= high), default=present[-1]) if np.isfinite(high) else b
+    return [v for v in present if min(start, a) <= v <= max(stop, b)]
 
 
 def _more_seeds(have: _PointSet, point: dict, refine: Settings) -> bool:
@@ -341,8 +356,11 @@ def _point(plan: Plan, point: dict[str, float], seed: int) -> tuple:
 
 
 def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: list[str],
-           rows_coords: dict[str, list], est: np.ndarray, exists: dict[tuple, bool], axis: str) -> list[Proposal]:
-    """Rows halfway between neighbours along ``axis`` whose estimates differ by more than the precision."""
+           rows_coords: dict[str, list], est: np.ndarray, half: np.ndarray, exists: dict[tuple, bool],
+           axis: str) -> list[Proposal]:
+    """Rows halfway between neighbours along ``axis`` whose estimates differ by more than the
+    precision and than their two half-widths together (a difference within the noise is no
+    curvature to resolve: the rows' own seeds come first)."""
     k = dims.index(axis)
     kind = plan.experiment.axis(axis).kind
     out = []
@@ -352,7 +370,8 @@ def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: 
         for p, q in zip(line, line[1:]):
             e1, e2 = est[p], est[q]
             wanted = refine.wanted((e1 + e2) / 2)
-            if abs(e2 - e1) <= wanted:
+            noise = half[p] + half[q] if np.isfinite(half[p] + half[q]) else math.inf
+            if abs(e2 - e1) <= max(wanted, noise):
                 continue
             new = _inside(rows_coords[axis][p[k]], rows_coords[axis][q[k]], 1, kind == "int")
             if not new or not _allowed(plan, axis, new[0]):
@@ -365,7 +384,8 @@ def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: 
                       for c in crossing for s in plan.seeds}
             out.append(Proposal(points, abs(e2 - e1) / wanted, {
                 "boundary": target.variable, "row": _row_text(row), "action": "curve",
-                "reason": f"neighbours differ by {_number(abs(e2 - e1))} > {_number(wanted)}",
+                "reason": f"neighbours differ by {_number(abs(e2 - e1))} > {_number(wanted)} and > their "
+                          f"half-widths together {_number(noise)}",
                 "added": f"{axis} {format_value(new[0])}", "new_points": len(points),
                 "estimate": "", "low": "", "high": "", "wanted": _number(wanted)}))
     return out
