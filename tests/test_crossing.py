@@ -134,3 +134,17 @@ def test_extra_seeds_at_the_bracket_narrow_the_interval() -> None:
     _, low64, high64 = bootstrap_crossing(x, samples[None], 0.5, present=narrow[None])
     assert high64 - low64 < 0.7 * (high16 - low16)  # 1/2 expected: 4x the seeds
     assert low64 <= 1.0 <= high64
+
+
+def test_resampled_means_in_chunks_equal_one_gather_bit_for_bit() -> None:
+    """The chunked gather (bounded memory) against the whole R x S gather at once, on rows,
+    seeds and values of different sizes, from one draw a chunk to all draws in one."""
+    from attnsweep.crossing import resampled_means
+
+    rng = np.random.default_rng(3)
+    for shape in [(2, 3, 17, 5), (40, 1), (4, 64, 61)]:
+        samples = rng.normal(size=shape)
+        idx = np.random.default_rng(7).integers(0, shape[-2], size=(100, shape[-2]))
+        whole = samples[..., idx, :].mean(-2)
+        for chunk in (1, samples.nbytes, 10 * samples.nbytes, 1 << 28):
+            np.testing.assert_array_equal(resampled_means(samples, 100, 7, chunk_bytes=chunk), whole)

@@ -65,12 +65,21 @@ def max_slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(valid, mid[k], np.nan)
 
 
-def resampled_means(samples: np.ndarray, resamples: int = 1000, seed: int = 0) -> np.ndarray:
-    """Means over ``resamples`` bootstrap draws of the seeds: (..., S, G) samples give (..., R, G)."""
+def resampled_means(samples: np.ndarray, resamples: int = 1000, seed: int = 0,
+                    chunk_bytes: int = 1 << 28) -> np.ndarray:
+    """Means over ``resamples`` bootstrap draws of the seeds: (..., S, G) samples give (..., R, G).
+
+    The draws are gathered a chunk at a time (at most ``chunk_bytes`` of resampled seeds), not all
+    R x S at once: 1000 draws of 256 seeds of a 243-row, 61-time sweep would be 28 GiB. Each draw's
+    mean is computed alone either way, so the chunk size changes no bit."""
     samples = np.asarray(samples, dtype=float)
     n_seeds = samples.shape[-2]
     idx = np.random.default_rng(seed).integers(0, n_seeds, size=(resamples, n_seeds))
-    return samples[..., idx, :].mean(-2)
+    step = max(1, chunk_bytes // max(samples.nbytes, 1))
+    out = np.empty((*samples.shape[:-2], resamples, samples.shape[-1]))
+    for start in range(0, resamples, step):
+        out[..., start:start + step, :] = samples[..., idx[start:start + step], :].mean(-2)
+    return out
 
 
 def bootstrap_crossing(
