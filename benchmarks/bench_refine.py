@@ -2,10 +2,11 @@
 
 - ``critical``: critical_scaling's gamma*(rho) (both boundaries, lambda and eta) from a coarse
   start (``--gamma-num`` values in [0.5, 12], ``--seeds`` seeds) refined until every 95%
-  interval half-width and bracket half-width is at most ``--precision`` x gamma*. Then the
-  dense uniform grid that reaches the same precision everywhere: gamma spacing
+  interval half-width and bracket half-width is at most ``--precision`` x gamma* (or the
+  limits stop it). Then the dense uniform grid that matches it everywhere: gamma spacing
   2 p min(gamma*) (so every bracket half-width is at most p gamma*) and, at every point, the
-  most seeds the refinement put at any point. Both run as a user runs them (``--cores 2``,
+  most seeds the refinement put at any point (the intervals of both are printed: where the
+  seeds cap the refinement, they cap the dense grid too). Both run as a user runs them (``--cores 2``,
   default profile, every figure), each in an empty directory, timed from outside. Prints
   simulated (rho, gamma, seed) points, wall time, and per row whether the two answers agree
   (their intervals overlap). ``--dense-rows K`` runs the dense grid on K of the rho rows only
@@ -68,19 +69,22 @@ def timed(cmd: list[str], cwd: Path) -> float:
     return wall
 
 
+def config_text(name: str, section: dict, dtype: str) -> str:
+    return yaml.safe_dump({"device": "cpu", "dtype": dtype, "experiments": {name: section}})
+
+
 def write_config(where: Path, name: str, section: dict, dtype: str) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     path = where / "config.yaml"
-    path.write_text(yaml.safe_dump({"device": "cpu", "dtype": dtype, "experiments": {name: section}}))
+    path.write_text(config_text(name, section, dtype))
     return path
 
 
 def run_once(work: Path, name: str, section: dict, dtype: str, cmd: list[str]) -> float:
     """Wall seconds of ``cmd`` on the config ``section`` in ``work`` from an empty directory; an
     earlier run of the very same config there is reused (its wall time kept in ``wall.json``)."""
-    text = yaml.safe_dump({"device": "cpu", "dtype": dtype, "experiments": {name: section}})
     done = work / "wall.json"
-    if done.exists() and (work / "config.yaml").read_text() == text:
+    if done.exists() and (work / "config.yaml").read_text() == config_text(name, section, dtype):
         print(f"reusing the run in {work}", flush=True)
         return json.loads(done.read_text())["wall_s"]
     if work.exists():
@@ -162,9 +166,8 @@ def critical(args: argparse.Namespace) -> None:
     seeds = held_seeds(work, name)
     rho = np.linspace(RHO[0], RHO[1], args.rho_num)
     rows = rho if args.dense_rows is None else rho[np.linspace(0, len(rho) - 1, args.dense_rows).round().astype(int)]
-    dense_section = {**base, "gamma": gamma, "seeds": seeds, "rho": [float(r) for r in rows]}
-    if args.dense_rows is None:
-        dense_section["rho"] = base["rho"]
+    dense_section = {**base, "gamma": gamma, "seeds": seeds,
+                     "rho": base["rho"] if args.dense_rows is None else [float(r) for r in rows]}
     dense_work = out / "dense"
     dense_wall = run_once(dense_work, name, dense_section, args.dtype, [*SNAKEMAKE, "--configfile", "config.yaml"])
     dense = boundary(dense_work, name)
@@ -338,38 +341,38 @@ def adaptive_rows(args: argparse.Namespace) -> None:
               f"ours at least as narrow in {(ratio <= 1).sum()}")
 
 
+def refinement_options(parser: argparse.ArgumentParser, precision: float, max_seeds: int) -> None:
+    """The options of a refinement run and its dense grid (``critical`` and ``sphere``)."""
+    parser.add_argument("out")
+    parser.add_argument("--precision", type=float, default=precision)
+    parser.add_argument("--max-seeds", type=int, default=max_seeds)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--repeats", type=int, default=1, help="refinements from an empty directory")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     crit = sub.add_parser("critical")
-    crit.add_argument("out")
+    refinement_options(crit, precision=0.01, max_seeds=64)
     crit.add_argument("--n", type=int, default=256)
     crit.add_argument("--d", type=int, nargs="+", default=[16, 128])
     crit.add_argument("--rho-num", type=int, default=20)
     crit.add_argument("--gamma-num", type=int, default=8)
     crit.add_argument("--seeds", type=int, default=4)
-    crit.add_argument("--precision", type=float, default=0.01)
-    crit.add_argument("--max-seeds", type=int, default=64)
-    crit.add_argument("--rounds", type=int, default=10)
-    crit.add_argument("--dtype", default="float32")
-    crit.add_argument("--repeats", type=int, default=1)
-    crit.add_argument("--dense-rows", type=int, default=None)
+    crit.add_argument("--dense-rows", type=int, default=None, help="run the dense grid on this many rho rows")
     ada = sub.add_parser("adaptive")
     ada.add_argument("out")
     ada.add_argument("--d", type=int, nargs="+", default=[16])
     ada.add_argument("--rho-every", type=int, default=1, help="every k-th rho row only")
     ada.add_argument("--seeds", type=int, default=4, help="AverageLearner1D's min_samples (the base seeds)")
     sph = sub.add_parser("sphere")
-    sph.add_argument("out")
+    refinement_options(sph, precision=0.05, max_seeds=256)
     sph.add_argument("--n", type=int, default=32)
     sph.add_argument("--d", type=int, nargs="+", default=[2, 8, 32])
     sph.add_argument("--beta-num", type=int, default=6)
     sph.add_argument("--seeds", type=int, default=16)
-    sph.add_argument("--precision", type=float, default=0.05)
-    sph.add_argument("--max-seeds", type=int, default=256)
-    sph.add_argument("--rounds", type=int, default=10)
-    sph.add_argument("--dtype", default="float32")
-    sph.add_argument("--repeats", type=int, default=1)
     sph.add_argument("--run-dense", action="store_true", help="run the dense grid too (else its cost is estimated)")
     args = parser.parse_args()
     {"critical": critical, "adaptive": adaptive_rows, "sphere": sphere}[args.what](args)
