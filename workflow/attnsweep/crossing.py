@@ -132,8 +132,11 @@ def _percentiles(boot: np.ndarray, resamples: int, confidence: float) -> tuple[n
     return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
 
 
-def seed_mean(samples: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Mean over the present seeds (axis -2) of (..., S, G) samples; NaN where none is present."""
+def seed_mean(samples: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+    """Mean over the present seeds (axis -2) of (..., S, G) samples; NaN where none is present.
+    ``present`` None: every seed is (a product grid), the plain mean."""
+    if present is None:
+        return samples.mean(-2)
     count = present.sum(-2)
     total = np.where(present, samples, 0.0).sum(-2)
     with np.errstate(invalid="ignore", divide="ignore"):

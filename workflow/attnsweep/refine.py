@@ -186,9 +186,10 @@ def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.D
     spent = 0.0
     order = sorted(range(len(proposals)), key=lambda i: -proposals[i].urgency)  # stable: ties by row order
     deferred = None
+    free = _free_axis(refine)
     for i in order:
         new = proposals[i].points - chosen
-        cost = _seconds(plan, new, axes, _free_axis(refine))
+        cost = _seconds(plan, new, axes, free)
         limit = ("max_new" if len(chosen) + len(new) > refine.max_new
                  else "core_hours" if spent + cost > budget_s else None)
         if limit:
@@ -199,7 +200,7 @@ def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.D
             continue
         chosen |= new
         spent += cost
-    blocks = _rectangles(chosen, axes, _free_axis(refine))
+    blocks = _rectangles(chosen, axes, free)
     if blocks:
         return blocks, assessment, ""
     if deferred == "core_hours":

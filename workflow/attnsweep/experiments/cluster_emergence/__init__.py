@@ -261,7 +261,7 @@ class ClusterEmergence(Experiment):
         present = presence(sweep, (*dims, "seed"))  # a refined sweep: points hold different seeds
         present = None if present is None else present[..., None]
         est, low, high = bootstrap_crossing(x, curves, -LEVEL, present=present)
-        mean = curves.mean(-2) if present is None else seed_mean(curves, present)
+        mean = seed_mean(curves, present)
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
         out["t_star"] = (dims, est)
         out["t_star_low"] = (dims, low)

@@ -206,7 +206,7 @@ class CriticalScaling(Experiment):
         present = presence(sweep, order)  # a refined sweep: rows hold different gamma and seeds
         for obs, samples, lv in (("lambda", lam, level), ("eta", eta, ETA_LEVEL)):
             est, low, high = bootstrap_crossing(gamma, samples, lv, present=present)
-            mean = samples.mean(-2) if present is None else seed_mean(samples, present)
+            mean = seed_mean(samples, present)
             out[f"gamma_star_{obs}"] = (dims, est)
             out[f"gamma_star_{obs}_low"] = (dims, low)
             out[f"gamma_star_{obs}_high"] = (dims, high)
