@@ -47,8 +47,7 @@ DAEMONS = ("slurmctld", "slurmd", "munged")
 PROVENANCE = re.compile(r"hostname|git_commit|wall_time|rss|elapsed")
 SLURM_ARGS = [
     "--slurm-status-command", "squeue",  # no accounting here: sacct would hang the run
-    "--slurm-init-seconds-before-status-checks", "10",  # default 40
-    "--seconds-between-status-checks", "3",  # default 10: each poll of a finished job waits up to that
+    "--slurm-init-seconds-before-status-checks", "10",  # default 40; each empty poll adds 10 s
     "--slurm-keep-successful-logs",
 ]
 # The venv must be on PATH inside the jobs (sbatch --export=ALL), which run `python -m snakemake`.
