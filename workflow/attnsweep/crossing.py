@@ -98,7 +98,7 @@ def bootstrap_crossing(
     single seed the interval is NaN. Resampled curves that never cross are left out of the
     percentiles. ``present`` (broadcasting against ``samples``) marks the (seed, value) pairs
     computed, in a refined sweep where rows hold different values and seeds: see
-    :func:`stratified_means`.
+    :func:`held_means`.
     """
     samples = np.asarray(samples, dtype=float)
     if present is not None and np.all(present):
@@ -117,8 +117,8 @@ def bootstrap_crossing(
     boot = np.full((*samples.shape[:-2], resamples), np.nan)
     for row in np.ndindex(samples.shape[:-2]):
         if present[row].any(-1).sum() >= 2:
-            means = stratified_means(samples[row], present[row], resamples, seed)
-            boot[row] = first_crossing(x, means, level[row], present[row].any(0))
+            means, held = held_means(samples[row], present[row], resamples, seed)
+            boot[row] = first_crossing(x, means, level[row], held)
     return estimate, *_percentiles(boot, resamples, confidence)
 
 
@@ -143,32 +143,30 @@ def seed_mean(samples: np.ndarray, present: np.ndarray | None = None) -> np.ndar
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def stratified_means(samples: np.ndarray, present: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
-    """Bootstrap means (R, G) of one row's (S, G) samples whose values hold different seeds.
+def held_means(samples: np.ndarray, present: np.ndarray, resamples: int,
+               seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap means (R, G) of one row's (S, G) samples whose values hold different seeds, and
+    where each draw holds a value (R, G).
 
-    Seeds are grouped by the values they were computed at (refinement adds seeds to some values
-    of a row); each group is resampled within itself, so every value's resampled mean draws
-    exactly its own seeds, and values sharing seeds share the draws (paired, as common random
-    numbers make them). A row whose seeds all share one group draws as :func:`resampled_means`.
-    NaN at values no seed holds.
+    Each draw takes the row's S seeds (those held at some value) with replacement, as for a product
+    grid, and each value's mean is over the drawn seeds it holds (a ratio mean). Values that share
+    seeds share their draws (paired, as common random numbers make them), and to first order each
+    value's mean varies as the plain bootstrap of its own m seeds does, (m - 1)/m of s^2/m.
+    Resampling each group of seeds held at the same values within itself (a stratified bootstrap)
+    keeps only (m - H)/(m - 1) of that with H groups among the m seeds: a design that adds seeds a
+    few at a time (many small groups) would look more precise than it is. A draw that holds none
+    of a value's seeds leaves that value out of its curve.
     """
-    rng = np.random.default_rng(seed)
     used = np.flatnonzero(present.any(-1))
-    groups: dict[bytes, list[int]] = {}
-    for s in used:
-        groups.setdefault(present[s].tobytes(), []).append(s)
-    total = np.zeros((resamples, samples.shape[-1]))
-    count = np.zeros(samples.shape[-1])
-    for members in groups.values():
-        m = len(members)
-        picks = rng.integers(0, m, size=(resamples, m))
-        weights = np.zeros((resamples, m))
-        np.add.at(weights, (np.arange(resamples)[:, None], picks), 1.0)
-        mask = present[members[0]]
-        total += weights @ np.where(mask, samples[members], 0.0)
-        count += m * mask
+    m = len(used)
+    picks = np.random.default_rng(seed).integers(0, m, size=(resamples, m))
+    weights = np.bincount((picks + m * np.arange(resamples)[:, None]).ravel(), minlength=resamples * m)
+    weights = weights.reshape(resamples, m).astype(float)  # times each draw takes each seed
+    total = weights @ np.where(present[used], samples[used], 0.0)
+    count = weights @ present[used]
+    held = count > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        return np.where(held, total / np.where(held, count, 1.0), np.nan), held
 
 
 def error_bars(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:

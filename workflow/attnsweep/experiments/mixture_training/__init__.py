@@ -248,7 +248,7 @@ class MixtureTraining(Experiment):
         002 s8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
         + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
         bootstrap intervals (``theory.bootstrap_fit``)."""
-        from attnsweep.crossing import bootstrap_crossing, first_crossing, resampled_means, stratified_means
+        from attnsweep.crossing import bootstrap_crossing, first_crossing, held_means, resampled_means
         from attnsweep.experiments.mixture_training import theory
 
         dims = ("K", "L", "omega", "m", "lr", "b", "mode", "engine")
@@ -270,8 +270,8 @@ class MixtureTraining(Experiment):
             boot = np.full((*hard.shape[:-2], RESAMPLES), np.nan)
             for row in np.ndindex(hard.shape[:-2]):
                 if held[row].any():
-                    means = stratified_means(hard[row], np.broadcast_to(held[row], hard[row].shape), RESAMPLES)
-                    boot[row] = first_crossing(step, -means, -LEVEL, held[row].any(0))
+                    means, drawn = held_means(hard[row], np.broadcast_to(held[row], hard[row].shape), RESAMPLES)
+                    boot[row] = first_crossing(step, -means, -LEVEL, drawn)
             boot = boot * lr[..., None]
         fit_dims = dims[1:]
         fits = np.full((*hard.shape[1:-2], 6), np.nan)
