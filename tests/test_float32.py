@@ -44,7 +44,8 @@ def crossing(t: np.ndarray, y: np.ndarray, level: float) -> float:
 def test_sphere_clustering_float32_matches_float64() -> None:
     """The default config's regime (n = 32, d in {2, 8, 32}, dt = 0.1 to t = 30: N = 300 Euler
     steps), 3 beta x 8 realisations. Measured: energy 5e-5 relative, min cosine 6e-5 absolute,
-    no clustered pair and no cluster count differs, one Boolean rank in 2232."""
+    no cluster count differs, one Boolean rank in 2232; no clustered pair on one machine, one pair
+    on an AMD EPYC (float32's rounding depends on the CPU's vector code)."""
     steps = 300
     f64, f32 = both("sphere_clustering", {"n": [32], "d": [2, 8, 32], "beta": [1.0, 4.0, 9.0], "seeds": 8,
                                           "t_max": 30.0, "outputs": 31})
@@ -54,7 +55,9 @@ def test_sphere_clustering_float32_matches_float64() -> None:
     np.testing.assert_allclose(f32["energy"], f64["energy"], rtol=9 * 10 * steps * U32)
     np.testing.assert_allclose(f32["min_cosine"], f64["min_cosine"], rtol=0, atol=10 * steps * U32)
     pairs = 32 * 31
-    np.testing.assert_allclose(f32["clustered"], f64["clustered"], rtol=0, atol=2 / pairs)  # one pair at most
+    # one pair (two ordered entries) at most: counted, as float32 rounds the fraction 128/992 above 2/992 away
+    counted = [np.rint(ds["clustered"].values * pairs) for ds in (f32, f64)]
+    assert np.abs(counted[0] - counted[1]).max() <= 2
     for var in ("clusters", "boolean_rank"):
         differ = f32[var] != f64[var]
         assert float(differ.mean()) <= 0.002 and float(abs(f32[var] - f64[var]).max()) <= 2, var
