@@ -12,20 +12,22 @@
   (their intervals overlap). ``--dense-rows K`` runs the dense grid on K of the rho rows only
   and scales its wall time by rows (its points are counted in full): a row's cost does not
   depend on rho.
-- ``adaptive``: on the lambda rows of a finished ``critical`` run (``--d`` picks them),
-  python-adaptive's learners sample the same function with the same number of simulated
-  (gamma, seed) points as the refinement used in that row: ``AverageLearner1D`` (chooses
-  between new gamma and more seeds) and ``Learner1D`` on the seed mean of a fixed seed count
-  with a loss that targets the level crossing. The interval of each is the boundary step's own
-  statistic (``bootstrap_crossing``) on the samples the learner chose; half-widths side by side.
-  Needs ``pip install adaptive`` (the ``bench`` extra); the pipeline does not.
+- ``adaptive``: a refinement of gamma*_lambda alone (``boundaries: [gamma_star_lambda]``, the
+  same start and settings as ``critical``; each learner targets that one crossing too), then on
+  each of its rows that cross, python-adaptive's learners sample the same function with the same
+  number of simulated (gamma, seed) points as the refinement used in that row:
+  ``AverageLearner1D`` (chooses between new gamma and more seeds) and ``Learner1D`` on the seed
+  mean of a fixed seed count, with a loss that targets the level crossing. The interval of each is
+  the boundary step's own statistic (``bootstrap_crossing``) on the samples the learner chose;
+  half-widths side by side. Needs ``pip install adaptive`` (the ``bench`` extra); the pipeline
+  does not.
 - ``sphere``: sphere_clustering's t*(beta) refined along beta (``curve``) and seeds from a
   coarse beta grid, against the dense beta grid reaching the same spacing with the most seeds
   any refined row holds.
 
 usage: python benchmarks/bench_refine.py critical OUT [--n 256] [--d 16 128] [--rho-num 20]
            [--gamma-num 8] [--seeds 4] [--precision 0.01] [--repeats 1] [--dense-rows K]
-       python benchmarks/bench_refine.py adaptive OUT [--d 16] [--rho-every K]
+       python benchmarks/bench_refine.py adaptive OUT [critical's options] [--compare-d 16] [--rho-every K]
        python benchmarks/bench_refine.py sphere OUT [--d 2 8 32] [--beta-num 6] [--precision 0.05]
 """
 
@@ -150,14 +152,20 @@ def dense_gamma(gamma_star: np.ndarray, precision: float) -> dict:
     return {"start": GAMMA[0], "stop": GAMMA[1], "num": int(num)}
 
 
-def critical(args: argparse.Namespace) -> None:
-    name = "critical_scaling"
-    out = Path(args.out)
+def critical_sections(args: argparse.Namespace, boundaries: list[str] | None = None) -> tuple[dict, dict]:
+    """critical_scaling's coarse start and that start with its ``refine`` section (every boundary,
+    or ``boundaries`` only)."""
     base = {"n": [args.n], "d": args.d, "rho": {"start": RHO[0], "stop": RHO[1], "num": args.rho_num},
             "gamma": {"start": GAMMA[0], "stop": GAMMA[1], "num": args.gamma_num}, "alpha": [0.0],
             "seeds": args.seeds, "wildcards": ["n", "d", "rho"]}
-    section = {**base, "refine": {"precision": args.precision, "max_seeds": args.max_seeds,
-                                  "rounds": args.rounds}}
+    refine = {"precision": args.precision, "max_seeds": args.max_seeds, "rounds": args.rounds}
+    return base, {**base, "refine": refine if boundaries is None else {**refine, "boundaries": boundaries}}
+
+
+def critical(args: argparse.Namespace) -> None:
+    name = "critical_scaling"
+    out = Path(args.out)
+    base, section = critical_sections(args)
     work, walls = refine_runs(out, name, section, args.dtype, args.repeats)
     rec = record(work, name)
     refined = boundary(work, name)
@@ -258,22 +266,27 @@ def crossing_loss(xs: tuple, ys: tuple) -> float:
 
 
 def adaptive_rows(args: argparse.Namespace) -> None:
-    """python-adaptive on the lambda rows of a finished ``critical`` run, at equal point counts."""
+    """python-adaptive on the lambda rows of a refinement of gamma*_lambda alone (each learner
+    targets that one crossing too), at equal point counts."""
     import adaptive
     import torch
 
     from attnsweep.crossing import bootstrap_crossing, first_crossing
     from attnsweep.experiments.critical_scaling.theory import lambda_critical
 
-    torch.set_num_threads(1)  # as the jobs ran (config threads: 1): more threads change last bits
     name = "critical_scaling"
-    work = Path(args.out) / "refine-0"
+    work = Path(args.out) / "refine-lambda"
+    _, section = critical_sections(args, boundaries=["gamma_star_lambda"])
+    wall = run_once(work, name, section, args.dtype, [sys.executable, "-m", "attnsweep.cli", "refine", "config.yaml",
+                                                      "-s", str(REPO / "Snakefile"), "--cores", "2"])
+    print(f"refinement of gamma*_lambda alone: {wall:.1f} s, {points(work, name)} points", flush=True)
+    torch.set_num_threads(1)  # as the jobs ran (config threads: 1): more threads change last bits
     plan = load_sweep(yaml.safe_load((work / "config.yaml").read_text())).plans[name]
     dtype = torch.float64 if plan.dtype == "float64" else torch.float32
     sweep = open_store(work / "results" / name / "sweep.zarr").load()
     ours = boundary(work, name)
     rows = []
-    for d in args.d:
+    for d in args.compare_d or args.d:
         for rho in sweep["rho"].values[:: args.rho_every]:
             row = dict(n=sweep["n"].values[0], d=d, rho=rho, alpha=0.0)
             est = float(ours["gamma_star_lambda"].sel(row))
@@ -333,42 +346,51 @@ def adaptive_rows(args: argparse.Namespace) -> None:
             print(f"d={d} rho={rho:.3f} points {points_used} relative half-widths "
                   + " ".join(f"{k} {v:.4f}" for k, v in half.items()), flush=True)
     (Path(args.out) / "adaptive.json").write_text(json.dumps(rows, indent=1))
+    ours = np.array([r["intervals"]["refined"] for r in rows])
     for learner in ("AverageLearner1D", "Learner1D"):
-        ratio = [(r["intervals"]["refined"][2] - r["intervals"]["refined"][1])
-                 / (r["intervals"][learner][2] - r["intervals"][learner][1]) for r in rows]
-        ratio = np.array([x if np.isfinite(x) else 0.0 for x in ratio])  # no adaptive interval: ours narrower
-        print(f"ours / {learner} half-width over {len(rows)} rows: median {np.median(ratio):.3f}, "
-              f"ours at least as narrow in {(ratio <= 1).sum()}")
+        theirs = np.array([r["intervals"][learner] for r in rows])
+        ratio = (ours[:, 2] - ours[:, 1]) / (theirs[:, 2] - theirs[:, 1])
+        ratio = np.where(np.isfinite(ratio), ratio, 0.0)  # no interval of the learner's: ours narrower
+        disjoint = (theirs[:, 1] > ours[:, 2]) | (theirs[:, 2] < ours[:, 1])
+        print(f"ours / {learner} half-width over {len(rows)} rows: median {np.median(ratio):.3f}, geometric mean "
+              f"{np.exp(np.log(ratio[ratio > 0]).mean()):.3f}, ours at least as narrow in {(ratio <= 1).sum()}; "
+              f"intervals disjoint from ours in {disjoint.sum()} (d, rho: "
+              f"{[(r['d'], round(r['rho'], 3)) for r, x in zip(rows, disjoint) if x]})")
 
 
 def refinement_options(parser: argparse.ArgumentParser, precision: float, max_seeds: int) -> None:
-    """The options of a refinement run and its dense grid (``critical`` and ``sphere``)."""
+    """The options of a refinement run (``critical``, ``adaptive`` and ``sphere``)."""
     parser.add_argument("out")
     parser.add_argument("--precision", type=float, default=precision)
     parser.add_argument("--max-seeds", type=int, default=max_seeds)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--repeats", type=int, default=1, help="refinements from an empty directory")
+
+
+def critical_options(parser: argparse.ArgumentParser) -> None:
+    """critical_scaling's coarse start and refinement (``critical`` and ``adaptive``)."""
+    refinement_options(parser, precision=0.01, max_seeds=64)
+    parser.add_argument("--n", type=int, default=256)
+    parser.add_argument("--d", type=int, nargs="+", default=[16, 128])
+    parser.add_argument("--rho-num", type=int, default=20)
+    parser.add_argument("--gamma-num", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=4, help="the start's seeds (AverageLearner1D's min_samples)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     crit = sub.add_parser("critical")
-    refinement_options(crit, precision=0.01, max_seeds=64)
-    crit.add_argument("--n", type=int, default=256)
-    crit.add_argument("--d", type=int, nargs="+", default=[16, 128])
-    crit.add_argument("--rho-num", type=int, default=20)
-    crit.add_argument("--gamma-num", type=int, default=8)
-    crit.add_argument("--seeds", type=int, default=4)
+    critical_options(crit)
+    crit.add_argument("--repeats", type=int, default=1, help="refinements from an empty directory")
     crit.add_argument("--dense-rows", type=int, default=None, help="run the dense grid on this many rho rows")
     ada = sub.add_parser("adaptive")
-    ada.add_argument("out")
-    ada.add_argument("--d", type=int, nargs="+", default=[16])
+    critical_options(ada)
+    ada.add_argument("--compare-d", type=int, nargs="+", default=None, help="the d rows compared (default: all)")
     ada.add_argument("--rho-every", type=int, default=1, help="every k-th rho row only")
-    ada.add_argument("--seeds", type=int, default=4, help="AverageLearner1D's min_samples (the base seeds)")
     sph = sub.add_parser("sphere")
     refinement_options(sph, precision=0.05, max_seeds=256)
+    sph.add_argument("--repeats", type=int, default=1, help="refinements from an empty directory")
     sph.add_argument("--n", type=int, default=32)
     sph.add_argument("--d", type=int, nargs="+", default=[2, 8, 32])
     sph.add_argument("--beta-num", type=int, default=6)
