@@ -61,6 +61,12 @@ def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The SLURM module first: it is the longest (its sweeps wait on SLURM's polls) and gains most
+    from running beside the rest (``pytest -n 2 --dist loadfile`` hands files out in this order)."""
+    items.sort(key=lambda item: item.path.name != "test_slurm.py")
+
+
 # ------------------------------------------------------------------ CI: only GPU tests may skip
 
 

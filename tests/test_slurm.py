@@ -152,7 +152,7 @@ def finish(proc: subprocess.Popen, workdir: Path, deadline: float) -> str:
 
 
 def slurm_history(workdir: Path) -> list[dict[str, str]]:
-    """The jobs slurmctld still knows (MinJobAge=300 s) that ran in `workdir`, one per array task."""
+    """The jobs slurmctld still knows (MinJobAge=3600 s) that ran in `workdir`, one per array task."""
     out = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, timeout=30).stdout
     jobs = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.splitlines() if line.startswith("JobId=")]
     for job in jobs:  # the id the plugin and squeue use: <array job>_<task> for array tasks
