@@ -24,6 +24,6 @@ include: "workflow/rules/figures.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

@@ -26,7 +26,6 @@ import tempfile
 from pathlib import Path
 
 import yaml
-
 from bench_process import median_of
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,6 +26,11 @@ def uniform_sphere(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> 
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+def sine_power(t: float, d: int) -> float:
+    """sin(t)^(d - 2): the density of the polar angle on S^{d-1}, up to its normalisation."""
+    return math.sin(t) ** (d - 2)
+
+
 def dist(x: np.ndarray, y: np.ndarray) -> float:
     return math.acos(min(1.0, max(-1.0, float(x @ y))))
 
@@ -115,9 +120,9 @@ def test_cap_measure_closed_forms_and_quadrature() -> None:
     np.testing.assert_allclose(theory.cap_measure(delta, 2), delta / math.pi, atol=1e-15)
     np.testing.assert_allclose(theory.cap_measure(delta, 3), np.sin(delta / 2) ** 2, atol=1e-15)
     for d in (4, 5, 8):
-        total = quad(lambda t: math.sin(t) ** (d - 2), 0.0, math.pi)[0]
+        total = quad(sine_power, 0.0, math.pi, args=(d,))[0]
         for x in (0.1, 0.9, 2.0, 3.0):
-            part = quad(lambda t: math.sin(t) ** (d - 2), 0.0, x)[0]
+            part = quad(sine_power, 0.0, x, args=(d,))[0]
             assert theory.cap_measure(x, d) == pytest.approx(part / total, abs=1e-13)
 
 

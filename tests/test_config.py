@@ -165,7 +165,8 @@ MALFORMED: dict[str, tuple[str, str]] = {
     "jobs_over_max_jobs": ("max_jobs: 3\nexperiments: {critical_scaling: {}}", f"{CS}.wildcards"),
     "records_huge": ("experiments: {mixture_training: {steps: 1000000000000}}", f"{MT}.steps"),
     "snapshots_over_max_outputs": (
-        "max_outputs: 2\nexperiments: {causal_clustering: {outputs: 2, snapshot_times: [0, 1, 2]}}", f"{CC}.snapshot_times"),
+        "max_outputs: 2\nexperiments: {causal_clustering: {outputs: 2, snapshot_times: [0, 1, 2]}}",
+        f"{CC}.snapshot_times"),
     "huge_L": ("experiments: {mixture_training: {L: [1000000000]}}", f"{MT}.L"),
     # jobs that would run for years: the key that drives the time is named
     "dt_tiny": ("experiments: {sphere_clustering: {dt: 1.0e-12}}", f"{SC}.dt"),
@@ -328,7 +329,8 @@ def test_section_dtype_overrides_the_global_one():
                                                   "sphere_clustering": {}}}
     plans = load_sweep(config).plans
     dtypes = {name: {spec.dtype for spec in plan.jobs().values()} for name, plan in plans.items()}
-    assert dtypes == {"critical_scaling": {"float64"}, "cluster_emergence": {"float64"}, "sphere_clustering": {"float32"}}
+    assert dtypes == {"critical_scaling": {"float64"}, "cluster_emergence": {"float64"},
+                      "sphere_clustering": {"float32"}}
     assert "dtype" not in plans["critical_scaling"].options
     as_global = load_sweep({"dtype": "float64", "experiments": {"critical_scaling": {}}}).plans["critical_scaling"]
     assert set(as_global.jobs()) == set(plans["critical_scaling"].jobs())

@@ -164,13 +164,14 @@ def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch
     section = {"n": [5, 7], "d": [2, 3], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
                "t_max": 2.0, "outputs": 5, "matrices": matrices, "integrator": "rk4"}
     sweeps = {}
-    for name, top, wildcards in (("single", {"block_mib": 8}, []), ("fanned", {"block_mib": 8}, ["n", "d", "seed", "beta"]),
+    for name, top, wildcards in (("single", {"block_mib": 8}, []),
+                                 ("fanned", {"block_mib": 8}, ["n", "d", "seed", "beta"]),
                                  ("chunked", {"block_mib": 1}, ["n", "d"])):
         if name == "chunked":  # every system claims the whole 1 MiB budget: one system a chunk
             monkeypatch.setattr("attnsweep.experiments.sphere_clustering.simulate.system_bytes",
                                 lambda *args: 1 << 20)
-        plan = load_sweep({"dtype": "float64", **top,
-                           "experiments": {"sphere_clustering": {**section, "wildcards": wildcards}}}).plans["sphere_clustering"]
+        config = {"dtype": "float64", **top, "experiments": {"sphere_clustering": {**section, "wildcards": wildcards}}}
+        plan = load_sweep(config).plans["sphere_clustering"]
         folder = tmp_path / name
         runs = [run_job(spec, folder / "runs" / f"{path}.zarr", device="cpu", progress=False)
                 for path, spec in plan.jobs().items()]

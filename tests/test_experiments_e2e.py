@@ -165,7 +165,8 @@ def check_causal_clustering(out: Path) -> None:
         assert 0.6 <= plane["exponent"] <= 1.05 and plane["exponent"] - line["exponent"] >= 0.15
     assert (table["exponent_theory"] == (table["d"] - 1) / 2).all()
     gap = (table["strong_count"] - table["strong_count_theory"]).abs()
-    assert (gap <= 0.6 + 0.1 * table["strong_count_theory"]).all(), table[["d", "beta", "strong_count", "strong_count_theory"]]
+    shown = table[["d", "beta", "strong_count", "strong_count_theory"]]
+    assert (gap <= 0.6 + 0.1 * table["strong_count_theory"]).all(), shown
     assert (table["strong_count"] <= table["renyi_count"]).all()
     line = table[table["d"] == 2]  # the mean of 3 realisations: within 20% of the bound it lies below
     assert (line["renyi_count"] <= 1.2 * line["renyi_count_saturated"]).all()

@@ -12,7 +12,9 @@ Independent truths used here:
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -240,9 +242,12 @@ def test_probe_norms_match_vmap_of_jvp():
     gammas = [0.0, 1.0, 3.0, 8.0]
     beta = torch.tensor([g * math.log(n) for g in gammas], dtype=F64)
     sq, dot = kernel.jacobian_probe_norms(x, beta, probes, BIG)
+
+    def along_probes(layer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        return torch.func.vmap(lambda v: torch.func.jvp(layer, (x,), (v,))[1])(probes)
+
     for b, g in enumerate(gammas):
-        f = lambda x_: reference_layer(x_, g * math.log(n))  # noqa: E731
-        jv = torch.func.vmap(lambda v: torch.func.jvp(f, (x,), (v,))[1])(probes)
+        jv = along_probes(functools.partial(reference_layer, beta=g * math.log(n)))
         np.testing.assert_allclose(sq[b].numpy(), jv.square().sum((-1, -2)).numpy(), rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(dot[b].numpy(), (jv * probes).sum((-1, -2)).numpy(), rtol=1e-10, atol=1e-12)
     # int8 probes (what draw_probes returns) give exactly the float64-probe values

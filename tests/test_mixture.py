@@ -11,10 +11,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from scipy.stats import ortho_group
+
 from attnsweep.config import experiment_defaults, plan_experiment
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.mixture_training import data, engines, model, theory
-from scipy.stats import ortho_group
 
 NAME = "mixture_training"
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
 from attnsweep.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]

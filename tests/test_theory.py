@@ -12,7 +12,6 @@ import pytest
 
 from attnsweep.experiments.critical_scaling import theory
 
-
 # ------------------------------------------------------------------ independent truth
 
 

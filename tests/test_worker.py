@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
+from attnsweep import worker
 from attnsweep.config import load_sweep
 from attnsweep.store import open_store
-from attnsweep import worker
 from attnsweep.worker import SOCKET_ENV
 
 SECTION = {"n": [24], "d": [6], "rho": [0.3, 0.7], "gamma": [1.0, 4.0], "seeds": [3], "wildcards": []}
@@ -45,13 +45,13 @@ def job(spec_text: str, out: Path, socket: str | None, device: str = "cpu") -> s
 def children_of(pid: int) -> list[int]:
     """Live child processes of ``pid`` (Linux /proc)."""
     kids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for status in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = status.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if int(fields[1]) == pid and fields[0] != "Z":
-            kids.append(int(stat.parent.name))
+            kids.append(int(status.parent.name))
     return kids
 
 

@@ -98,7 +98,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
                 inside = (dst >= lo) & (dst < hi)
                 if inside.any():
                     parts.append((path, {**place, slab_dim: (src[inside], dst[inside] - lo)}))
-            for (path, part), values in zip(parts, _read([p for p, _ in parts], list(slab), pool, 4 * workers)):
+            for (_, part), values in zip(parts, _read([p for p, _ in parts], list(slab), pool, 4 * workers)):
                 for var, array in slab.items():
                     dims = first[var].dims
                     array[np.ix_(*(part[d][1] for d in dims))] = values[var][np.ix_(*(part[d][0] for d in dims))]

@@ -147,6 +147,15 @@ def cmd_job(args: argparse.Namespace) -> None:
         raise SystemExit(status)
 
 
+def cmd_collect(args: argparse.Namespace) -> None:
+    """``attnsweep.aggregate.collect`` in this process, its arguments read from a JSON file: the
+    list of run stores can exceed the length of one command-line argument."""
+    from attnsweep import aggregate
+
+    with open(args.arguments) as fh:
+        aggregate.collect(**json.load(fh))
+
+
 def cmd_aggregate(args: argparse.Namespace) -> None:
     from attnsweep import worker
 
@@ -194,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--block-mib", type=int, default=256, help="memory budget of one row block (MiB)")
     p.set_defaults(func=cmd_job)
+
+    p = sub.add_parser("collect", help="gather a sweep's run stores into sweep.zarr (what the collect rule calls)")
+    p.add_argument("arguments", help="a JSON file of the keyword arguments of attnsweep.aggregate.collect")
+    p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("aggregate", help="one reduction step of a sweep (what the reduce, boundary and "
                                          "figure rules call)")

@@ -13,9 +13,10 @@ import copy
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -329,7 +330,7 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
         for axis in experiment.axes
     }
     seeds = expand_seeds(section["seeds"], f"{prefix}.seeds", axis_limit)
-    wildcards = tuple(section["wildcards"] if "wildcards" in section else experiment.default_wildcards)
+    wildcards = tuple(section.get("wildcards", experiment.default_wildcards))
     known = (*experiment.axis_names, SEED)
     for axis in wildcards:
         if axis not in known:

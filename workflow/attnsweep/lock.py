@@ -23,7 +23,7 @@ def claim(results: str | Path) -> IO[str]:
     path = Path(results, ".attnsweep.lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+")
+        handle = open(path, "a+")  # noqa: SIM115  (held open as the lock: the caller keeps it)
     except OSError as err:
         raise ConfigError("results", f"cannot write {path.parent}: {err.strerror}") from None
     try:

@@ -130,7 +130,7 @@ class Experiment(ABC):
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
-    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:  # noqa: B027
         """Refuse combinations of options and grid the schema cannot express: raise
         :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
 

@@ -24,7 +24,7 @@ def standard_error(da: xr.DataArray, sweep: xr.Dataset) -> xr.DataArray:
     """Standard error of the seed mean of ``da`` at each point: std (ddof 1) over its seeds
     divided by the square root of their count; NaN where a point holds fewer than two seeds."""
     k = sweep.sizes["seed"]
-    mask = sweep["simulated"] if "simulated" in sweep else None
+    mask = sweep.get("simulated")
     if mask is None or bool(mask.all()):
         return da.std("seed", ddof=1) / np.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0, drop=True), np.nan)
     count = mask.sum("seed")

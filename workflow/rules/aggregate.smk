@@ -1,8 +1,9 @@
 # Reductions of one experiment's runs: sweep.zarr -> summary.zarr -> boundary.{csv,zarr}.
 # reduce and boundary (and figure) are `run:` blocks that call `attnsweep aggregate STEP ARGS`,
 # which the warm server of worker.smk runs when one runs (local runs), skipping a fresh
-# Python's ~2 s of imports; collect stays a script: its list of run stores can exceed the
-# length of one command-line argument.
+# Python's ~2 s of imports; collect runs `attnsweep collect` in a process of its own, its
+# arguments in a file beside its log: its list of run stores can exceed the length of one
+# command-line argument.
 
 
 rule collect:
@@ -10,13 +11,14 @@ rule collect:
         runs=run_paths,
     output:
         sweep=directory(f"{RESULTS}/{{experiment}}/sweep.zarr"),
-    params:
-        layout=sweep_layout,
     log:
         f"{LOGS}/{{experiment}}/collect.log",
     threads: ALL_CORES  # reader processes (attnsweep.aggregate.collect)
-    script:
-        "../../scripts/aggregate.py"
+    params:
+        layout=sweep_layout,
+    run:
+        arguments = collect_arguments(input.runs, output.sweep, params.layout, threads, log[0])
+        shell("{PYTHON:q} -m attnsweep.cli collect {arguments:q} > {log:q} 2>&1")
 
 
 rule reduce:

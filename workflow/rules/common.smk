@@ -69,6 +69,15 @@ def sweep_layout(wildcards):
     return json.dumps({"grid": plan.coords(), "points": points}, sort_keys=True)
 
 
+def collect_arguments(runs, sweep, layout, threads, log):
+    """Write the keyword arguments of attnsweep.aggregate.collect to a JSON file beside the
+    job's log, and return its path (the list of runs can exceed a command-line argument)."""
+    path = f"{log}.json"
+    with open(path, "w") as fh:
+        json.dump({"runs": list(runs), "out": sweep, "workers": threads, **json.loads(layout)}, fh)
+    return path
+
+
 def figure_caption(wildcards):
     """The figure's caption as reStructuredText for the report: plain text, so every character
     that starts inline markup (|x| a substitution, *x* emphasis, x_ a reference) is escaped."""

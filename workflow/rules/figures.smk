@@ -14,13 +14,18 @@ rule figure:
             labels={"figure": "{figure}"},
         ),
         pdf=f"{RESULTS}/{{experiment}}/figures/{{figure}}.pdf",
-    params:
-        caption=figure_caption,
     log:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
+    params:
+        caption=figure_caption,
     run:
         step = json.dumps(
-            {"name": wildcards.figure, "summary_path": input.summary, "boundary_path": input.boundary,
-             "png": output.png, "pdf": output.pdf}
+            {
+                "name": wildcards.figure,
+                "summary_path": input.summary,
+                "boundary_path": input.boundary,
+                "png": output.png,
+                "pdf": output.pdf,
+            }
         )
         shell("{PYTHON:q} -m attnsweep.cli aggregate figure {step:q} > {log:q} 2>&1")

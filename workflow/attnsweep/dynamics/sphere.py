@@ -9,7 +9,7 @@ itself included; None means full attention for every system.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

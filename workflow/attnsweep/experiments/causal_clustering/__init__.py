@@ -264,9 +264,10 @@ class CausalClustering(Experiment):
         for var, long_name in attrs.items():
             out[var].attrs.update(long_name=long_name, units="1")
         out.attrs.update(summary.attrs)
-        columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "persistence", "clusters_final", "collapsed_final", "exponent",
-                   "exponent_low", "exponent_high", "exponent_theory", "renyi_count", "renyi_count_saturated",
-                   "strong_count", "strong_count_theory", "captured_renyi_final", "captured_strong_final"]
+        columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "persistence", "clusters_final",
+                   "collapsed_final", "exponent", "exponent_low", "exponent_high", "exponent_theory", "renyi_count",
+                   "renyi_count_saturated", "strong_count", "strong_count_theory", "captured_renyi_final",
+                   "captured_strong_final"]
         table = out[columns].drop_vars([c for c in out.coords if c not in dims]).to_dataframe()
         table = table.reset_index().rename(columns={"t_collapse_low": "ci_low", "t_collapse_high": "ci_high"})
         table.insert(len(dims), "V", np.asarray(sweep.attrs["value_names"].split(", "))[table["value"]])

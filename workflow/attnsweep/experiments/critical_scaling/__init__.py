@@ -164,7 +164,8 @@ class CriticalScaling(Experiment):
     def theory(summary: xr.Dataset) -> xr.Dataset:
         """Closed forms on the summary's coordinates (q = 1 simplex; notes 000 s4)."""
         n, d, rho, gamma, alpha = (summary[c].astype(float) for c in ("n", "d", "rho", "gamma", "alpha"))
-        eta_simplex = on_grid(lambda n, d, rho, gamma: theory.simplex_eta(n, d, rho, gamma), n=n, d=d, rho=rho, gamma=gamma)
+        eta_simplex = on_grid(lambda n, d, rho, gamma: theory.simplex_eta(n, d, rho, gamma),
+                              n=n, d=d, rho=rho, gamma=gamma)
         out = xr.Dataset(
             {
                 "gamma_critical": on_grid(lambda rho: theory.gamma_critical(rho), rho=rho),

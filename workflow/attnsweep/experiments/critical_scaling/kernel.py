@@ -266,7 +266,8 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int, dim: int | No
         dist_out = (c_sq + o_c.square().sum(-1, keepdim=True) - 2 * h_c).clamp_min(0)  # ||y_k - o_i||^2
         h = h_c + (o_c @ mu)[..., None] + y_mu  # H_ik = <o_i, y_k>
         h_ii = h[:, diag[0], diag[1]]
-        bracket = (d_ambient - 1) + 2 * beta_ * ((1 - half_dist) * h - h_ii[..., None]) + beta_.square() * dist_out * sin_sq
+        bracket = ((d_ambient - 1) + 2 * beta_ * ((1 - half_dist) * h - h_ii[..., None])
+                   + beta_.square() * dist_out * sin_sq)
         bracket[:, diag[0], diag[1]] = d_ambient - 1
         frob += (attn.square() * bracket / r2).sum((-1, -2))
 

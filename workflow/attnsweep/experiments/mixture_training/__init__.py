@@ -1,18 +1,17 @@
 """mixture_training: paper 002, *Transformers provably learn two-mixture of linear classification
 via gradient flow*.
 
-A training run, not a particle system: the two-headed ReLU transformer of Eq. 1 learns the
-K-mixture of Definition 2.1 by gradient descent (flow time t = lr x step) on the exact population
-(or minibatches of it; or on sequences of real digit images, App. A.5), jointly (Section 3.1),
-by the three stages of Algorithm 1, or with the neurons frozen (Fig. 3). Two engines with one interface (``engines.py``): the parameters with
-autograd, and their Grams (exact at any width m; m = inf is the infinite-width model of
-Definition 5.1). Per (K, L, omega, m, lr, b, seed, mode, engine) the job records losses, accuracies
-and margins of the easy and hard samples, neuron alignments, the full score grid of both heads,
-the max-margin of the attention features and the head-symmetry residuals (``simulate.py``).
-Theory (``theory.py``): the stage-1 closed form, the loss floor (1/2) log 2, the linear regime of
-stage 2. Boundary: t*, the first flow time at which the seed-mean hard loss falls below
-(1/2) log 2, with a bootstrap interval over seeds, and the fit t* = B (K - K_0).
-"""
+A training run, not a particle system: the two-headed ReLU transformer of Eq. 1 learns the K-mixture
+of Definition 2.1 by gradient descent (flow time t = lr x step) on the exact population (or
+minibatches of it; or on sequences of real digit images, App. A.5), jointly (Section 3.1), by the
+three stages of Algorithm 1, or with the neurons frozen (Fig. 3). Two engines with one interface
+(``engines.py``): the parameters with autograd, and their Grams (exact at any width m; m = inf is
+the infinite-width model of Definition 5.1). Per (K, L, omega, m, lr, b, seed, mode, engine) the job
+records losses, accuracies and margins of the easy and hard samples, neuron alignments, the full
+score grid of both heads, the max-margin of the attention features and the head-symmetry residuals
+(``simulate.py``). Theory (``theory.py``): the stage-1 closed form, the loss floor (1/2) log 2, the
+linear regime of stage 2. Boundary: t*, the first flow time at which the seed-mean hard loss falls
+below (1/2) log 2, with a bootstrap interval over seeds, and the fit t* = B (K - K_0)."""
 
 from __future__ import annotations
 
@@ -89,7 +88,7 @@ class MixtureTraining(Experiment):
         if options["source"] == "digits":
             from attnsweep.experiments.mixture_training import images
 
-            wrong = [K for K in grid["K"] if K != len(options["classes"])]
+            wrong = [K for K in grid["K"] if len(options["classes"]) != K]
             if wrong:
                 raise ConfigError(f"{prefix}.K", f"K = {wrong[0]:g} with {len(options['classes'])} digit classes "
                                                  f"{options['classes']}: source digits needs K = len(classes)")
@@ -205,7 +204,8 @@ class MixtureTraining(Experiment):
             out[var] = sweep[var].mean("seed")
             out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
             out[f"{var}_se"] = standard_error(sweep[var], sweep)
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units=sweep[var].attrs.get("units", "1"))
+            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}",
+                                          units=sweep[var].attrs.get("units", "1"))
         for var in ("attention", "stage_steps"):
             out[var] = sweep[var].isel(seed=0, drop=True)
             out[var].attrs.update(sweep[var].attrs, cell_methods="first seed")

@@ -121,7 +121,10 @@ def of_images(images: list[np.ndarray], L: int, samples: int, gen: np.random.Gen
     pool = np.concatenate(images)
     sizes = np.array([len(x) for x in images])
     start = np.r_[0, np.cumsum(sizes)[:-1]]
-    draw = lambda group: start[group] + (gen.random(group.shape) * sizes[group]).astype(int)
+
+    def draw(group: np.ndarray) -> np.ndarray:
+        """A uniform index into the pool, within each entry's image class ``group``."""
+        return start[group] + (gen.random(group.shape) * sizes[group]).astype(int)
 
     y = gen.choice([1.0, -1.0], samples)
     k = gen.integers(K, size=samples)

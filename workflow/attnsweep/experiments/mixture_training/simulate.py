@@ -90,8 +90,8 @@ class Batch:
         self.basis = torch.tensor(samples.basis, **as_tensor)
         self.types = model.Sequences.of(torch.tensor(samples.types, **as_tensor))
         d = samples.X.shape[-1]
-        column = lambda key: torch.tensor([s[key] for s in systems], **as_tensor)
-        self.omega, self.lr, self.b = column("omega"), column("lr"), column("b")
+        self.omega, self.lr, self.b = (torch.tensor([s[key] for s in systems], **as_tensor)
+                                       for key in ("omega", "lr", "b"))
         modes = [s["mode"] for s in systems]
         stages = [three_stage_steps(opts, K, s["omega"], s["lr"], s["b"]) if s["mode"] == "three_stage" else (0, 0)
                   for s in systems]
@@ -215,7 +215,10 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              "step": len(record), "head": 2, "opposing": L_max - 1, "kind": 2, "k": K_max, "key_kind": 2,
              "key_k": K_max, "query_kind": 2, "query_k": K_max, "map_step": len(map_steps),
              "sample": 2 ** (L_max - 1), "query": L_max, "key": L_max}
-    shape = lambda dims: tuple(sizes[d] for d in dims)
+
+    def shape(dims: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(sizes[d] for d in dims)
+
     values = {var: np.full(shape((*DIMS, "step", *extra)), np.nan) for var, extra in SHAPES.items()}
     attention = np.full(shape((*DIMS, "map_step", "head", "sample", "query", "key")), np.nan)
     stage = np.full((*shape(DIMS), 2), np.nan)  # steps of stages 1 and 2 (three_stage only)
@@ -242,8 +245,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     return dataset(job, axes, record, map_steps, values, attention, stage)
 
 
-def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps: list[int], values: dict[str, np.ndarray],
-            attention: np.ndarray, stage: np.ndarray) -> xr.Dataset:
+def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps: list[int],
+            values: dict[str, np.ndarray], attention: np.ndarray, stage: np.ndarray) -> xr.Dataset:
     """The job's arrays as a Dataset with coordinates and CF attrs (flags name the categories)."""
     grid, opts = job.grid, job.options
     K_max, L_max = int(max(grid["K"])), int(max(grid["L"]))

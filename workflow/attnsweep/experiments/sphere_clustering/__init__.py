@@ -173,7 +173,8 @@ class SphereClustering(Experiment):
         if not identity:
             out = out * np.nan
         out["t_star_theory"].attrs.update(
-            long_name=f"time where gamma_beta reaches 1 - delta: Gamma_inf,delta (Eq. 6.12), {model.upper()}", units="1")
+            long_name=f"time where gamma_beta reaches 1 - delta: Gamma_inf,delta (Eq. 6.12), {model.upper()}",
+            units="1")
         out["gamma_curve"].attrs.update(
             long_name=f"common pairwise cosine gamma_beta(t) for orthogonal tokens (Theorem 6.8), {model.upper()}",
             units="1")

@@ -173,5 +173,6 @@ def snapshots(summary: xr.Dataset) -> Figure:
             xy = snap.sel({axis: value, "snapshot_t": t}).values
             ax.plot(np.cos(circle), np.sin(circle), color="0.8", lw=0.8)
             ax.scatter(xy[:, 0], xy[:, 1], s=12, color="tab:blue")
-            ax.set(aspect="equal", xticks=[], yticks=[], title=rf"$\{axis}$ = {format_value(value)}, t = {format_value(t)}")
+            ax.set(aspect="equal", xticks=[], yticks=[],
+                   title=rf"$\{axis}$ = {format_value(value)}, t = {format_value(t)}")
     return fig

@@ -143,10 +143,8 @@ def _time_to_gap(w: FloatArray, beta: FloatArray, n: int, model: Model) -> Float
     a = b / m
     big_b = expi(b) - expi(b * np.exp(-w))
     big_c = np.exp(a) * (exp1(a) - exp1(a * np.exp(log_q)))
-    if model == "sa":
-        t = (m / n) * half_l + (big_b + np.exp(b) * big_c) / (2 * n)
-    else:
-        t = 0.5 * (np.exp(-b) * big_b + big_c)
+    t = ((m / n) * half_l + (big_b + np.exp(b) * big_c) / (2 * n) if model == "sa"
+         else 0.5 * (np.exp(-b) * big_b + big_c))
     return np.where(pos, t, half_l)
 
 
