@@ -173,3 +173,15 @@ def error_bars(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.nd
     """matplotlib's (2, N) ``yerr`` of an interval [low, high] around ``estimate``: clipped at 0,
     as a percentile bootstrap interval need not contain its estimate; NaN as no bar."""
     return np.clip(np.nan_to_num(np.vstack([estimate - low, high - estimate])), 0, None)
+
+
+def interval_variables(name: str, dims: tuple[str, ...], estimate: np.ndarray, low: np.ndarray, high: np.ndarray,
+                       long_name: str, units: str = "1") -> dict[str, tuple]:
+    """A boundary estimate ``name`` over ``dims`` and its 95% interval ``<name>_low``,
+    ``<name>_high`` (2.5% and 97.5% bootstrap-over-seeds quantiles), as Dataset variables with attrs."""
+    def variable(values: np.ndarray, what: str) -> tuple:
+        return dims, values, {"long_name": what, "units": units}
+
+    return {name: variable(estimate, long_name),
+            f"{name}_low": variable(low, f"2.5% bootstrap-over-seeds quantile of {name}"),
+            f"{name}_high": variable(high, f"97.5% bootstrap-over-seeds quantile of {name}")}

@@ -54,6 +54,11 @@ class JobSpec:
             "dtype": self.dtype,
         }
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one floating-point number of the job (its ``dtype``)."""
+        return 8 if self.dtype == "float64" else 4
+
     def key(self) -> str:
         """12 hex digits of the SHA-256 of :meth:`identity`: the job's store name."""
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))

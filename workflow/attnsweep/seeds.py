@@ -7,6 +7,8 @@ mean and standard error.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import xarray as xr
 
@@ -29,3 +31,19 @@ def standard_error(da: xr.DataArray, sweep: xr.Dataset) -> xr.DataArray:
         return da.std("seed", ddof=1) / np.sqrt(k) if k > 1 else xr.full_like(da.isel(seed=0, drop=True), np.nan)
     count = mask.sum("seed")
     return (da.std("seed", ddof=1) / np.sqrt(count).astype(da.dtype)).where(count > 1)
+
+
+def seed_statistics(sweep: xr.Dataset, names: Iterable[str], se: bool = True,
+                    cell_methods: str = "seed: mean") -> xr.Dataset:
+    """The seed mean of each variable ``names`` of ``sweep``, with its attrs and ``cell_methods``,
+    and with ``se`` its standard error ``<name>_se`` (:func:`standard_error`, in its units)."""
+    out = xr.Dataset()
+    for name in names:
+        values = sweep[name]
+        out[name] = values.mean("seed")
+        out[name].attrs.update(values.attrs, cell_methods=cell_methods)
+        if se:
+            out[f"{name}_se"] = standard_error(values, sweep)
+            out[f"{name}_se"].attrs.update(long_name=f"standard error of the seed mean of {name}",
+                                           units=values.attrs.get("units", "1"))
+    return out

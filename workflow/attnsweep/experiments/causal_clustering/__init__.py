@@ -26,12 +26,12 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, seed_mean
+from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
 from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
-from attnsweep.seeds import presence, standard_error
+from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
@@ -109,7 +109,7 @@ class CausalClustering(Experiment):
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
         times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
         tokens, captures = int(max(grid["n"])), len(opts["capture"])
@@ -126,7 +126,7 @@ class CausalClustering(Experiment):
         """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
         matrix, the cluster count and the capture distances to both kinds of centres."""
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
         stages = 4 if opts["integrator"] == "rk4" else 1
         captures = len(opts["capture"])
@@ -146,12 +146,7 @@ class CausalClustering(Experiment):
         """Seed means and standard errors of every series and count; the 0.1 and 0.9 quantiles over
         seeds of the captured fractions (Fig. 3); the first seed's snapshots; the centre-count theory."""
         k = sweep.sizes["seed"]
-        out = xr.Dataset()
-        for var in (*SERIES, *COUNTS):
-            out[var] = sweep[var].mean("seed")
-            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep)
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        out = seed_statistics(sweep, (*SERIES, *COUNTS))
         for var in ("captured_renyi", "captured_strong"):
             for q in QUANTILES:
                 name = f"{var}_q{int(q * 100)}"
@@ -208,9 +203,8 @@ class CausalClustering(Experiment):
             [np.zeros(collapsed.shape[:-1] + (1,)), collapsed], -1), 0.5,
             present=None if held is None else held[..., None])
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-        out["t_collapse"] = (dims, est)
-        out["t_collapse_low"] = (dims, low)
-        out["t_collapse_high"] = (dims, high)
+        out.update(interval_variables("t_collapse", dims, est, low, high,
+                                      "median time to a single cluster: half the runs have one cluster"))
         tokens = sweep["n"].values.reshape(-1, *([1] * (clusters.ndim - 1)))
         out["persistence"] = (dims, _over_seeds(_longest_plateau(t, clusters, tokens), held))
         counts = clusters[..., -1]  # (n, d, beta, value, causal, seed): the meta-stable count at t_max
@@ -230,8 +224,8 @@ class CausalClustering(Experiment):
                 if rows.sum() >= 2 and common.any():
                     slope[i, j, v, m] = theory.scaling_exponent(beta[rows], counts[i, j, rows, v, m][:, common])
         fit = ("n", "d", "value", "causal")
-        for k, name in enumerate(("exponent", "exponent_low", "exponent_high")):
-            out[name] = (fit, slope[..., k])
+        out.update(interval_variables("exponent", fit, *np.moveaxis(slope, -1, 0),
+                                      "least-squares slope of log clusters_final against log beta"))
         out["exponent_theory"] = (out["d"] - 1) / 2
         means = summary["clusters"].transpose("n", "d", "beta", "value", "causal", "t").values
         if held is None:
@@ -247,15 +241,9 @@ class CausalClustering(Experiment):
         for var in ("captured_renyi", "captured_strong"):
             out[f"{var}_final"] = summary[var].isel(t=-1, capture=0, drop=True)
         attrs = {
-            "t_collapse": "median time to a single cluster: half the runs have one cluster",
-            "t_collapse_low": "2.5% bootstrap-over-seeds quantile of t_collapse",
-            "t_collapse_high": "97.5% bootstrap-over-seeds quantile of t_collapse",
             "persistence": "seed mean of the longest stretch of time with a constant cluster count in (1, n)",
             "clusters_final": "seed mean of the number of clusters at t_max (the meta-stable clusters)",
             "collapsed_final": "fraction of runs down to a single cluster at t_max",
-            "exponent": "least-squares slope of log clusters_final against log beta",
-            "exponent_low": "2.5% bootstrap-over-seeds quantile of exponent",
-            "exponent_high": "97.5% bootstrap-over-seeds quantile of exponent",
             "exponent_theory": "(d - 1)/2: the predicted beta exponent of the meta-stable cluster count (Section 5)",
             "exponent_t": "slope of log (seed-mean clusters) against log beta at each output time",
             "captured_renyi_final": "seed mean of captured_renyi at t_max, first capture radius",

@@ -31,10 +31,12 @@ import math
 from functools import cache
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.integrate import quad
 from scipy.linalg import expm
 from scipy.special import betainc, exp1, expi
+
+from attnsweep.arrays import BoolArray, FloatArray, require
 
 __all__ = [
     "cap_measure",
@@ -50,8 +52,6 @@ __all__ = [
     "tau_star",
 ]
 
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
 
 #: Largest beta of ``second_token_cosine``: its closed form holds ``e^{2 beta}``.
 BETA_MAX = 350.0
@@ -61,17 +61,12 @@ Y_MAX = 20.0
 BISECTIONS = 64
 
 
-def _require(condition: object, message: str) -> None:
-    if not np.all(condition):
-        raise ValueError(message)
-
-
 # ------------------------------------------------------------- Section 5.1: centres
 
 
 def _unit_tokens(x0: ArrayLike) -> FloatArray:
     x0 = np.asarray(x0, dtype=np.float64)
-    _require(x0.ndim >= 2 and x0.shape[-2] >= 1, "x0 must have shape (..., n, d)")
+    require(x0.ndim >= 2 and x0.shape[-2] >= 1, "x0 must have shape (..., n, d)")
     return x0
 
 
@@ -127,8 +122,8 @@ def cap_measure(delta: ArrayLike, d: int) -> FloatArray:
     ``delta/pi`` for ``d = 2``, ``sin^2(delta/2)`` for ``d = 3`` (erratum s5.1).
     """
     delta = np.asarray(delta, dtype=np.float64)
-    _require(int(d) == d and d >= 2, "d must be an integer >= 2")
-    _require((delta >= 0.0) & (delta <= math.pi), "delta must lie in [0, pi]")
+    require(int(d) == d and d >= 2, "d must be an integer >= 2")
+    require((delta >= 0.0) & (delta <= math.pi), "delta must lie in [0, pi]")
     a = 0.5 * (d - 1)
     return betainc(a, a, np.sin(0.5 * delta) ** 2)
 
@@ -140,7 +135,7 @@ def expected_strong_count(n: int, delta: ArrayLike, d: int) -> FloatArray:
     tends to ``1/p`` as ``n -> inf``. Needs ``0 < delta <= pi``.
     """
     p = cap_measure(delta, d)
-    _require(p > 0.0, "delta must be > 0")
+    require(p > 0.0, "delta must be > 0")
     with np.errstate(divide="ignore"):  # log1p(-1) = -inf at delta = pi gives p = 1, count 1
         return -np.expm1(n * np.log1p(-p)) / p
 
@@ -190,7 +185,7 @@ def tau_star(beta: ArrayLike) -> FloatArray:
     ``tau* = 2 arcsin(sqrt((1 - cos tau*)/2))``.
     """
     beta = np.asarray(beta, dtype=np.float64)
-    _require(beta >= 0.0, "beta must be >= 0")
+    require(beta >= 0.0, "beta must be >= 0")
     s = np.sqrt(4.0 * beta**2 + 1.0)
     one_minus_cos = (1.0 + 1.0 / (s + 2.0 * beta)) / (s + 1.0)
     return 2.0 * np.arcsin(np.sqrt(0.5 * one_minus_cos))
@@ -253,9 +248,9 @@ def second_token_cosine(t: ArrayLike, c0: float, beta: float) -> FloatArray:
         Same shape as t, non-decreasing in t, 1.0 once ``1 - c`` is below one ulp.
     """
     t = np.asarray(t, dtype=np.float64)
-    _require((t >= 0.0) & np.isfinite(t), "t must be finite and >= 0")
-    _require(-1.0 <= c0 <= 1.0, "c0 must lie in [-1, 1]")
-    _require(0.0 < beta <= BETA_MAX, f"beta must lie in (0, {BETA_MAX}]")
+    require((t >= 0.0) & np.isfinite(t), "t must be finite and >= 0")
+    require(-1.0 <= c0 <= 1.0, "c0 must lie in [-1, 1]")
+    require(0.0 < beta <= BETA_MAX, f"beta must lie in (0, {BETA_MAX}]")
     if abs(c0) == 1.0:
         return np.full(t.shape, float(c0))
     y0 = math.atanh(c0)
@@ -283,11 +278,11 @@ def scaling_exponent(
     """
     log_beta = np.log(np.asarray(beta, dtype=np.float64)).ravel()
     counts = np.asarray(counts, dtype=np.float64)
-    _require(
+    require(
         counts.ndim == 2 and counts.shape[0] == log_beta.size >= 2,
         "counts must have shape (n_beta >= 2, n_seeds)",
     )
-    _require(counts > 0.0, "counts must be > 0")
+    require(counts > 0.0, "counts must be > 0")
     n_seeds = counts.shape[1]
     centred = log_beta - log_beta.mean()
 

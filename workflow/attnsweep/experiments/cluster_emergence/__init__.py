@@ -22,12 +22,12 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, first_crossing, seed_mean
+from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
-from attnsweep.seeds import presence, standard_error
+from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
@@ -134,7 +134,7 @@ class ClusterEmergence(Experiment):
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["scale"])
         times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
         snaps = len(opts["snapshot_times"])
@@ -155,7 +155,7 @@ class ClusterEmergence(Experiment):
         ~4 d^3, and the products with Q^T K and V); a record is an n x n SVD for the rank, the
         Boolean defect, leaders, the distance graph of the clusters and the eigen-coordinates."""
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["scale"])
         stages = 4 if opts["integrator"] == "rk4" else 1
         total = cost.JOB_S
@@ -170,12 +170,7 @@ class ClusterEmergence(Experiment):
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
         k = sweep.sizes["seed"]
-        out = xr.Dataset()
-        for var in SERIES:
-            out[var] = sweep[var].mean("seed")
-            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean (flagged runs left out)")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep)
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        out = seed_statistics(sweep, SERIES, cell_methods="seed: mean (flagged runs left out)")
         out["valid"] = sweep["defect"].notnull().sum("seed")
         out["valid"].attrs.update(long_name="runs not flagged for scores above 1e300 (rd.LOGIT_LIMIT)", units="1")
         for var in FIRST_SEED:
@@ -263,9 +258,8 @@ class ClusterEmergence(Experiment):
         est, low, high = bootstrap_crossing(x, curves, -LEVEL, present=present)
         mean = seed_mean(curves, present)
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-        out["t_star"] = (dims, est)
-        out["t_star_low"] = (dims, low)
-        out["t_star_high"] = (dims, high)
+        out.update(interval_variables("t_star", dims, est, low, high,
+                                      "time where the seed-mean Boolean defect falls below 1/2"))
         for level in BAND:
             out[f"t_{int(level * 100)}"] = (dims, first_crossing(x, mean, -level))
         lost = summary["resolved"].transpose(*dims, "t").values < 1
@@ -276,9 +270,6 @@ class ClusterEmergence(Experiment):
         for var in ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound"):
             out[var] = summary[var].transpose(*dims)
         attrs = {
-            "t_star": "time where the seed-mean Boolean defect falls below 1/2",
-            "t_star_low": "2.5% bootstrap-over-seeds quantile of t_star",
-            "t_star_high": "97.5% bootstrap-over-seeds quantile of t_star",
             "t_90": "time where the seed-mean Boolean defect falls below 0.9",
             "t_10": "time where the seed-mean Boolean defect falls below 0.1",
             "t_unresolved": "first output time at which the scores of some realisation no longer fix P "

@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull
 
+from attnsweep.arrays import FloatArray
+
 __all__ = [
     "RANK_BOUND_D1",
     "boundary_distance",
@@ -37,7 +39,6 @@ __all__ = [
     "vertex_fraction",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Theorem 2.1: rank of the Boolean limit P* for almost every initial sequence (d = 1).
 RANK_BOUND_D1 = 2

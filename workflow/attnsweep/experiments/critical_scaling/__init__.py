@@ -17,11 +17,11 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, max_slope, seed_mean
+from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
 from attnsweep.experiments.critical_scaling import theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
-from attnsweep.seeds import presence, standard_error
+from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
@@ -84,7 +84,7 @@ class CriticalScaling(Experiment):
         """Tokens, the (gamma x alpha x n x d) outputs of ``kernel.observe``, Hutchinson probes
         and tangents, twice the row-block budget, sampled pairs, quantile pairs, 300 MiB of runtime."""
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         n_gamma, n_alpha = len(grid["gamma"]), len(grid["alpha"])
         worst = 0
         for n, d in itertools.product(grid["n"], grid["d"]):
@@ -121,31 +121,10 @@ class CriticalScaling(Experiment):
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
         k = sweep.sizes["seed"]
-
-        def sem(da: xr.DataArray) -> xr.DataArray:
-            return standard_error(da, sweep)
-
-        eta_normalized = sweep["eta"] / sweep["eta_plateau"]
-        out = xr.Dataset(
-            {
-                "lambda": sweep["lambda"].mean("seed"),
-                "lambda_se": sem(sweep["lambda"]),
-                "eta": sweep["eta"].mean("seed"),
-                "eta_se": sem(sweep["eta"]),
-                "eta_normalized": eta_normalized.mean("seed"),
-                "eta_normalized_se": sem(eta_normalized),
-                "eta_plateau": sweep["eta_plateau"].mean("seed"),
-                "n_eff": sweep["n_eff"].mean("seed"),
-                "n_eff_se": sem(sweep["n_eff"]),
-                "cos_in_quantile": sweep["cos_in_quantile"].mean("seed"),
-                "cos_out_quantile": sweep["cos_out_quantile"].mean("seed"),
-            }
-        )
-        for var in ("lambda", "eta", "eta_plateau", "n_eff", "cos_in_quantile", "cos_out_quantile"):
-            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-        out["eta_normalized"].attrs.update(long_name="eta / eta_plateau, seed mean", units="1")
-        for var in ("lambda", "eta", "eta_normalized", "n_eff"):
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        eta_normalized = (sweep["eta"] / sweep["eta_plateau"]).assign_attrs(long_name="eta / eta_plateau", units="1")
+        sweep = sweep.assign(eta_normalized=eta_normalized)
+        out = seed_statistics(sweep, ("lambda", "eta", "eta_normalized", "n_eff"))
+        out.update(seed_statistics(sweep, ("eta_plateau", "cos_in_quantile", "cos_out_quantile"), se=False))
         if "eta_probe" in sweep:
             probe_var = sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]
             out["eta_hutchinson_se"] = np.sqrt(probe_var.sum("seed")) / k
@@ -205,21 +184,17 @@ class CriticalScaling(Experiment):
         coords = {c: sweep[c].values for c in dims}
         out = xr.Dataset(coords=coords)
         present = presence(sweep, order)  # a refined sweep: rows hold different gamma and seeds
-        for obs, samples, lv in (("lambda", lam, level), ("eta", eta, ETA_LEVEL)):
+        crossings = (("lambda", lam, level, "seed-mean lambda crosses lambda_critical(rho, alpha)"),
+                     ("eta", eta, ETA_LEVEL, f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)"))
+        for obs, samples, lv, what in crossings:
             est, low, high = bootstrap_crossing(gamma, samples, lv, present=present)
             mean = seed_mean(samples, present)
-            out[f"gamma_star_{obs}"] = (dims, est)
-            out[f"gamma_star_{obs}_low"] = (dims, low)
-            out[f"gamma_star_{obs}_high"] = (dims, high)
+            out.update(interval_variables(f"gamma_star_{obs}", dims, est, low, high, f"gamma where {what}"))
             out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, mean))
             out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
             out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
         out["gamma_critical"] = summary["gamma_critical"]
-        for obs, what in (("lambda", "seed-mean lambda crosses lambda_critical(rho, alpha)"),
-                          ("eta", f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)")):
-            out[f"gamma_star_{obs}"].attrs.update(long_name=f"gamma where {what}", units="1")
-            out[f"gamma_star_{obs}_low"].attrs.update(long_name="2.5% bootstrap-over-seeds quantile", units="1")
-            out[f"gamma_star_{obs}_high"].attrs.update(long_name="97.5% bootstrap-over-seeds quantile", units="1")
+        for obs in ("lambda", "eta"):
             out[f"gamma_max_slope_{obs}"].attrs.update(long_name=f"gamma of the steepest rise of {obs}", units="1")
             out[f"gamma_star_{obs}_scaled"].attrs.update(long_name="gamma* (1 - rho), -> 1 as n, d grow", units="1")
             out[f"gamma_star_{obs}_scaled_median"].attrs.update(

@@ -36,7 +36,9 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from attnsweep.arrays import FloatArray, as_float, require
 
 __all__ = [
     "eta_limit",
@@ -48,7 +50,6 @@ __all__ = [
     "simplex_tokens",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Default relative tolerance for deciding that ``gamma`` sits on ``1 / (1 - rho)``.
 CRITICAL_RTOL = 1e-12
@@ -57,18 +58,8 @@ CRITICAL_RTOL = 1e-12
 # --------------------------------------------------------------------------- helpers
 
 
-def _as_float(value: ArrayLike) -> FloatArray:
-    return np.asarray(value, dtype=np.float64)
-
-
-def _require(condition: FloatArray | np.bool_ | bool, message: str) -> None:
-    # ``condition`` is False wherever a value is invalid or NaN.
-    if not np.all(condition):
-        raise ValueError(message)
-
-
 def _check_rho(rho: FloatArray) -> None:
-    _require((rho >= 0.0) & (rho < 1.0), "rho must lie in [0, 1); rho = 1 is 0/0 in Eq. 26")
+    require((rho >= 0.0) & (rho < 1.0), "rho must lie in [0, 1); rho = 1 is 0/0 in Eq. 26")
 
 
 def _check_common(
@@ -76,10 +67,10 @@ def _check_common(
 ) -> None:
     _check_rho(rho)
     if n is not None:
-        _require(n >= 2.0, "n must be >= 2 (Eq. 26 averages over pairs)")
+        require(n >= 2.0, "n must be >= 2 (Eq. 26 averages over pairs)")
     if gamma is not None:
-        _require((gamma >= 0.0) & np.isfinite(gamma), "gamma must be finite and >= 0")
-    _require((q > 0.0) & np.isfinite(q), "q must be finite and > 0")
+        require((gamma >= 0.0) & np.isfinite(gamma), "gamma must be finite and >= 0")
+    require((q > 0.0) & np.isfinite(q), "q must be finite and > 0")
 
 
 def _scalar_if_0d(x: FloatArray) -> FloatArray:
@@ -134,7 +125,7 @@ def gamma_critical(rho: ArrayLike) -> FloatArray:
     >>> float(gamma_critical(0.5))
     2.0
     """
-    rho = _as_float(rho)
+    rho = as_float(rho)
     _check_rho(rho)
     return _scalar_if_0d(1.0 / (1.0 - rho))
 
@@ -198,9 +189,9 @@ def simplex_lambda(
     >>> round(float(simplex_lambda(10**6, 0.5, 0.0)), 12)  # uniform attention
     0.0
     """
-    n, rho, gamma, alpha, q = map(_as_float, (n, rho, gamma, alpha, q))
+    n, rho, gamma, alpha, q = map(as_float, (n, rho, gamma, alpha, q))
     _check_common(n, rho, gamma, q)
-    _require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
+    require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
     beta = gamma * np.log(n)
     p, r, p_minus_r = _simplex_attention_weights(n, rho, beta)
     t = alpha * np.sqrt(q)
@@ -279,9 +270,9 @@ def simplex_eta(
     >>> bool(abs(eta - (1 - 1e-6)) < 1e-12)
     True
     """
-    n, d, rho, gamma, q = map(_as_float, (n, d, rho, gamma, q))
+    n, d, rho, gamma, q = map(as_float, (n, d, rho, gamma, q))
     _check_common(n, rho, gamma, q)
-    _require(d >= 1.0, "d must be >= 1")
+    require(d >= 1.0, "d must be >= 1")
     beta = gamma * np.log(n)
     p, r, _ = _simplex_attention_weights(n, rho, beta)
     with np.errstate(under="ignore"):  # powers of r underflow deep in the supercritical phase
@@ -334,9 +325,9 @@ def lambda_critical(rho: ArrayLike, alpha: ArrayLike = 0.0, q: ArrayLike = 1.0) 
     >>> float(lambda_critical(1 / 3))
     0.5
     """
-    rho, alpha, q = map(_as_float, (rho, alpha, q))
+    rho, alpha, q = map(as_float, (rho, alpha, q))
     _check_common(None, rho, None, q)
-    _require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
+    require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
     t = alpha * np.sqrt(q)
     lam_c = (t * t + t + 0.25) / (t * t + t * (1.0 + rho) + (1.0 + 3.0 * rho) / 4.0)
     return _scalar_if_0d(lam_c)
@@ -388,9 +379,9 @@ def lambda_limit(
     >>> [float(v) for v in lambda_limit(0.5, [1.0, 2.0, 3.0])]
     [0.0, 0.4, 1.0]
     """
-    rho, gamma, alpha, q = map(_as_float, (rho, gamma, alpha, q))
+    rho, gamma, alpha, q = map(as_float, (rho, gamma, alpha, q))
     _check_common(None, rho, gamma, q)
-    _require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
+    require((alpha >= 0.0) & np.isfinite(alpha), "alpha must be finite and >= 0")
     t = alpha * np.sqrt(q)
     with np.errstate(invalid="ignore", divide="ignore"):
         subcritical = t * t / (t * t + 2.0 * t * rho + rho)
@@ -437,9 +428,9 @@ def eta_limit(
     >>> [float(v) for v in eta_limit(4, 0.5, [1.0, 2.0, 3.0])]
     [0.0, 0.1875, 0.75]
     """
-    d, rho, gamma, q = map(_as_float, (d, rho, gamma, q))
+    d, rho, gamma, q = map(as_float, (d, rho, gamma, q))
     _check_common(None, rho, gamma, q)
-    _require(d >= 1.0, "d must be >= 1")
+    require(d >= 1.0, "d must be >= 1")
     plateau = (1.0 - 1.0 / d) / q
     regime = _regime(rho, gamma, rtol)
     eta = np.where(regime < 0, 0.0, np.where(regime == 0, 0.25 * plateau, plateau))

@@ -26,7 +26,7 @@ from attnsweep import cost
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
-from attnsweep.seeds import presence, standard_error
+from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
@@ -139,7 +139,7 @@ class MixtureTraining(Experiment):
         268 MiB for a tiny job, 376 MiB for 16 systems with 1001 records at K = 4 (estimate 442),
         909 MiB for the paper's K = 8 job (64 systems, 1001 records; estimate 1143)."""
         grid, opts = job.grid, job.options
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         K, L = int(max(grid["K"])), int(max(grid["L"]))
         finite = [m for m in grid["m"] if not math.isinf(m)]
         m = int(max(finite, default=1))
@@ -199,13 +199,7 @@ class MixtureTraining(Experiment):
         """Seed means and standard errors; the first seed's attention maps; flow time t = lr step;
         the stage-1 closed form and the loss floor on the same coordinates (``theory``)."""
         k = sweep.sizes["seed"]
-        out = xr.Dataset()
-        for var in AVERAGED:
-            out[var] = sweep[var].mean("seed")
-            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep)
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}",
-                                          units=sweep[var].attrs.get("units", "1"))
+        out = seed_statistics(sweep, AVERAGED)
         for var in ("attention", "stage_steps"):
             out[var] = sweep[var].isel(seed=0, drop=True)
             out[var].attrs.update(sweep[var].attrs, cell_methods="first seed")
@@ -248,7 +242,13 @@ class MixtureTraining(Experiment):
         002 s8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
         + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
         bootstrap intervals (``theory.bootstrap_fit``)."""
-        from attnsweep.crossing import bootstrap_crossing, first_crossing, held_means, resampled_means
+        from attnsweep.crossing import (
+            bootstrap_crossing,
+            first_crossing,
+            held_means,
+            interval_variables,
+            resampled_means,
+        )
         from attnsweep.experiments.mixture_training import theory
 
         dims = ("K", "L", "omega", "m", "lr", "b", "mode", "engine")
@@ -261,9 +261,9 @@ class MixtureTraining(Experiment):
         est, low, high = (x * lr for x in bootstrap_crossing(step, -hard, -LEVEL, present=held))
         same = summary["s_same"].sel(head=0).transpose(*dims, "step").values
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-        for name, values in (("t_star", est), ("t_star_low", low), ("t_star_high", high),
-                             ("t_score", first_crossing(step, same, 1.0) * lr)):
-            out[name] = (dims, values)
+        out.update(interval_variables("t_star", dims, est, low, high,
+                                      "first flow time with seed-mean hard loss < (1/2) log 2"))
+        out["t_score"] = (dims, first_crossing(step, same, 1.0) * lr)
         if held is None:
             boot = first_crossing(step, -resampled_means(hard), -LEVEL) * lr[..., None]  # (..., R)
         else:  # each row resampled over its own seeds, as bootstrap_crossing does
@@ -281,7 +281,6 @@ class MixtureTraining(Experiment):
                 fits[index] = theory.bootstrap_fit(Ks, est[(slice(None), *index)], boot[(slice(None), *index)])
         for i, name in enumerate(("B", "K0", "B_low", "B_high", "K0_low", "K0_high")):
             out[f"fit_{name}"] = (fit_dims, fits[..., i])
-        out["t_star"].attrs.update(long_name="first flow time with seed-mean hard loss < (1/2) log 2", units="1")
         out["t_score"].attrs.update(long_name="first flow time with seed-mean s_same (+ head) >= 1", units="1")
         table = out.to_dataframe().reset_index()
         table["mode"] = [summary.attrs["mode_names"].split()[i] for i in table["mode"]]

@@ -27,9 +27,11 @@ import math
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 from scipy.special import wrightomega
+
+from attnsweep.arrays import FloatArray, require
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +56,6 @@ __all__ = [
     "tstar_fit",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Algorithm 1 defaults (notes s8): stage-1 steps per group, stage-2 overshoot, stage-3 steps.
 STAGE1_STEPS_PER_K = 50
@@ -64,13 +65,8 @@ STAGE3_STEPS = 2000
 MARGIN_RTOL = 1e-9
 
 
-def _require(condition: object, message: str) -> None:
-    if not np.all(condition):
-        raise ValueError(message)
-
-
 def _check_K(K: int) -> None:
-    _require(int(K) == K and K >= 2, f"K must be an integer >= 2, got {K!r}")
+    require(int(K) == K and K >= 2, f"K must be an integer >= 2, got {K!r}")
 
 
 # --------------------------------------------------------------------------- stage 1
@@ -97,7 +93,7 @@ def stage1_end(K: int, b: float = 0.5) -> float:
     """``T_0.5 = K (2b + e^{2b} - 1) / 4``: the end of phase 1.1, where ``2a = b`` and the
     off-label ReLU of the easy samples switches off (notes s6; ``e K / 4`` at ``b = 1/2``)."""
     _check_K(K)
-    _require(b > 0, f"b must be > 0, got {b!r}")
+    require(b > 0, f"b must be > 0, got {b!r}")
     return K * (2.0 * b + math.exp(2.0 * b) - 1.0) / 4.0
 
 
@@ -125,7 +121,7 @@ def stage1(t: ArrayLike, K: int, b: float = 0.5) -> dict[str, FloatArray]:
     ``loss_pop = (loss_easy + loss_hard) / 2`` (P(hard) = 1/2 at L = 3).
     """
     t = np.asarray(t, dtype=np.float64)
-    _require(np.isfinite(t) & (t >= 0), "t must be finite and >= 0")
+    require(np.isfinite(t) & (t >= 0), "t must be finite and >= 0")
     t_half = stage1_end(K, b)
     first = t <= t_half
     a_first = _x_plus_exp_x_inverse(1.0 + 4.0 * t / K) / 4.0
@@ -204,7 +200,7 @@ def stage2_linear(tau: ArrayLike, K: int, omega: float, W: float) -> dict[str, F
 def stage2_time(K: int, omega: float, W: float, s_star: float = 1.0) -> float:
     """``tau_2 = (9(K-1) / (2W)) arcsinh(K s* / ((K-1) omega^2))``: stage-2 time at which the linear
     regime's ``s_same`` reaches ``s*`` (notes s6); ``O(log 1/omega)`` (Lemma E.3), linear in K - 1."""
-    _require(W > 0 and omega > 0 and s_star > 0, "W, omega and s_star must be > 0")
+    require(W > 0 and omega > 0 and s_star > 0, "W, omega and s_star must be > 0")
     return math.asinh(K * s_star / ((K - 1) * omega**2)) / stage2_rate(K, W)
 
 
@@ -213,10 +209,10 @@ def stage_steps(K: int, omega: float, lr: float, b: float = 0.5, s_star: float =
     ``tau_2 = stage2_time(K, omega, W, s*)`` and ``W = c`` of the stage-1 closed form at
     ``t = lr n_1``; ``n_3 = 2000``. K = 2, omega = 0.1, lr = 0.1 gives (100, 2091, 2000).
     ValueError if ``lr n_1 <= T_0.5`` (then W = 0: the linear regime never grows, tau_2 = inf)."""
-    _require(lr > 0, f"lr must be > 0, got {lr!r}")
+    require(lr > 0, f"lr must be > 0, got {lr!r}")
     n_1 = STAGE1_STEPS_PER_K * K
     W = float(stage1(lr * n_1, K, b)["c"])
-    _require(W > 0, f"stage 1 (t = {lr * n_1:g}) ends before T_0.5 = {stage1_end(K, b):g}: W = 0")
+    require(W > 0, f"stage 1 (t = {lr * n_1:g}) ends before T_0.5 = {stage1_end(K, b):g}: W = 0")
     n_2 = math.ceil(STAGE2_SAFETY * stage2_time(K, omega, W, s_star) / lr)
     return n_1, n_2, STAGE3_STEPS
 
@@ -352,7 +348,7 @@ def min_norm_point(Z: ArrayLike) -> FloatArray:
     ``lambda`` the min-norm convex weights and ``s = 1 / (1 + delta^2)``, so the point is
     ``Z^T u / 1^T u`` (no penalty weight, no tolerance). Rows are scaled to unit max norm first."""
     Z = np.asarray(Z, dtype=np.float64)
-    _require(Z.ndim == 2 and Z.shape[0] >= 1, "Z must be (N, p) with N >= 1")
+    require(Z.ndim == 2 and Z.shape[0] >= 1, "Z must be (N, p) with N >= 1")
     scale = np.linalg.norm(Z, axis=1).max()
     if scale == 0:
         return np.zeros(Z.shape[1])

@@ -18,13 +18,13 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep import cost
-from attnsweep.crossing import bootstrap_crossing, first_crossing
+from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables
 from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
-from attnsweep.seeds import presence, standard_error
+from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
@@ -100,7 +100,7 @@ class SphereClustering(Experiment):
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
         times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
         points = len(grid["n"]) * len(grid["d"])
@@ -117,7 +117,7 @@ class SphereClustering(Experiment):
         """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
         matrix and its pair statistics, plus an n x n SVD for the Boolean rank."""
         opts, grid = job.options, job.grid
-        size = 8 if job.dtype == "float64" else 4
+        size = job.itemsize
         systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
         stages = 4 if opts["integrator"] == "rk4" else 1
         total = cost.JOB_S
@@ -133,12 +133,8 @@ class SphereClustering(Experiment):
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
         k = sweep.sizes["seed"]
-        out = xr.Dataset()
-        for var in [v for v in ("clustered", "clusters", "boolean_rank", "min_cosine", "energy") if v in sweep]:
-            out[var] = sweep[var].mean("seed")
-            out[var].attrs.update(sweep[var].attrs, cell_methods="seed: mean")
-            out[f"{var}_se"] = standard_error(sweep[var], sweep)
-            out[f"{var}_se"].attrs.update(long_name=f"standard error of the seed mean of {var}", units="1")
+        out = seed_statistics(sweep, [v for v in ("clustered", "clusters", "boolean_rank", "min_cosine", "energy")
+                                      if v in sweep])
         if "snapshot" in sweep:
             out["snapshot"] = sweep["snapshot"].isel(seed=0)  # one trajectory per beta (Fig. 4)
         out = out.compute()
@@ -191,18 +187,14 @@ class SphereClustering(Experiment):
         est, low, high = bootstrap_crossing(t, samples, LEVEL, present=None if present is None else present[..., None])
         mean = summary["clustered"].transpose(*dims, "t").values
         out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-        out["t_star"] = (dims, est)
-        out["t_star_low"] = (dims, low)
-        out["t_star_high"] = (dims, high)
+        out.update(interval_variables("t_star", dims, est, low, high,
+                                      "time where the seed-mean clustered fraction crosses 1/2"))
         for level in BAND:
             out[f"t_{int(level * 100)}"] = (dims, first_crossing(t, mean, level))
         out["t_star_theory"] = summary["t_star_theory"].broadcast_like(out["t_star"])
         out["t_star_minus_theory"] = out["t_star"] - out["t_star_theory"]
         out["beta_eff"] = beta_eff(out["beta"], out["gamma"], out["n"]).broadcast_like(out["t_star"])
         attrs = {
-            "t_star": "time where the seed-mean clustered fraction crosses 1/2",
-            "t_star_low": "2.5% bootstrap-over-seeds quantile of t_star",
-            "t_star_high": "97.5% bootstrap-over-seeds quantile of t_star",
             "t_10": "time where the seed-mean clustered fraction crosses 0.1",
             "t_90": "time where the seed-mean clustered fraction crosses 0.9",
             "t_star_theory": "Gamma_inf,delta: hitting time of 1 - delta by gamma_beta (Eq. 6.12)",

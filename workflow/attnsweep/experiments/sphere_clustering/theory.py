@@ -21,9 +21,11 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.special import exp1, expi
+
+from attnsweep.arrays import FloatArray, as_float, require
 
 __all__ = [
     "circle_angle_rate",
@@ -36,7 +38,6 @@ __all__ = [
     "wendel_hemisphere_probability",
 ]
 
-FloatArray = NDArray[np.float64]
 Model = Literal["sa", "usa"]
 
 #: solve_ivp tolerances for the two-token reference (Eq. 7.1).
@@ -53,30 +54,20 @@ BISECTIONS = 64
 # --------------------------------------------------------------------------- helpers
 
 
-def _as_float(value: ArrayLike) -> FloatArray:
-    return np.asarray(value, dtype=np.float64)
-
-
-def _require(condition: FloatArray | np.bool_ | bool, message: str) -> None:
-    # ``condition`` is False wherever a value is invalid or NaN.
-    if not np.all(condition):
-        raise ValueError(message)
-
-
 def _check_model(model: str) -> None:
-    _require(model in ("sa", "usa"), f"model must be 'sa' or 'usa', got {model!r}")
+    require(model in ("sa", "usa"), f"model must be 'sa' or 'usa', got {model!r}")
 
 
 def _check_n(n: int) -> None:
-    _require(int(n) == n and n >= 2, "n must be an integer >= 2")
+    require(int(n) == n and n >= 2, "n must be an integer >= 2")
 
 
 def _check_beta(beta: FloatArray) -> None:
-    _require((beta >= 0.0) & np.isfinite(beta), "beta must be finite and >= 0")
+    require((beta >= 0.0) & np.isfinite(beta), "beta must be finite and >= 0")
 
 
 def _check_times(t: FloatArray) -> None:
-    _require((t >= 0.0) & np.isfinite(t), "t must be finite and >= 0")
+    require((t >= 0.0) & np.isfinite(t), "t must be finite and >= 0")
 
 
 def _integrate(rhs: Callable[[float], float], y0: float, t: FloatArray) -> FloatArray:
@@ -107,7 +98,7 @@ def gamma_rate_sa(gamma: ArrayLike, beta: ArrayLike, n: int) -> FloatArray:
     Written as ``2 (1 - gamma)((n - 1) gamma + 1) / (e^{beta (1 - gamma)} + n - 1)``, the
     paper's form divided by ``e^{beta gamma}``, so it never overflows for ``gamma <= 1``.
     """
-    gamma, beta = _as_float(gamma), _as_float(beta)
+    gamma, beta = as_float(gamma), as_float(beta)
     with np.errstate(over="ignore"):  # e^{beta(1-gamma)} = inf gives a rate of 0
         return (
             2.0 * (1.0 - gamma) * ((n - 1) * gamma + 1.0) / (np.exp(beta * (1.0 - gamma)) + n - 1)
@@ -116,7 +107,7 @@ def gamma_rate_sa(gamma: ArrayLike, beta: ArrayLike, n: int) -> FloatArray:
 
 def gamma_rate_usa(gamma: ArrayLike, beta: ArrayLike, n: int) -> FloatArray:
     """Right-hand side of Eq. 6.10 (USA), 1/time: ``(2/n) e^{beta g} (1 - g)((n - 1) g + 1)``."""
-    gamma, beta = _as_float(gamma), _as_float(beta)
+    gamma, beta = as_float(gamma), as_float(beta)
     return (2.0 / n) * np.exp(beta * gamma) * (1.0 - gamma) * ((n - 1) * gamma + 1.0)
 
 
@@ -149,7 +140,7 @@ def _time_to_gap(w: FloatArray, beta: FloatArray, n: int, model: Model) -> Float
 
 
 def _check_curve_args(beta: FloatArray, n: int, model: str) -> None:
-    _require((beta >= 0.0) & (beta <= BETA_MAX), f"beta must lie in [0, {BETA_MAX}]")
+    require((beta >= 0.0) & (beta <= BETA_MAX), f"beta must lie in [0, {BETA_MAX}]")
     _check_n(n)
     _check_model(model)
 
@@ -179,7 +170,7 @@ def gamma_curve(t: ArrayLike, beta: ArrayLike, n: int, model: Model = "sa") -> F
     gamma : ndarray
         Shape ``np.shape(beta) + np.shape(t)``; 1.0 once ``1 - gamma`` is below one ulp.
     """
-    t, beta = _as_float(t), _as_float(beta)
+    t, beta = as_float(t), as_float(beta)
     _check_times(t)
     _check_curve_args(beta, n, model)
     b = beta.reshape(beta.shape + (1,) * t.ndim)
@@ -209,9 +200,9 @@ def hitting_time(beta: ArrayLike, n: int, delta: float, model: Model = "sa") -> 
     t_star : ndarray
         Same shape as ``beta``, in flow time units.
     """
-    beta = _as_float(beta)
+    beta = as_float(beta)
     _check_curve_args(beta, n, model)
-    _require(0.0 < delta < 1.0, "delta must lie in (0, 1)")
+    require(0.0 < delta < 1.0, "delta must lie in (0, 1)")
     return _time_to_gap(np.float64(-math.log(delta)), beta, n, model)
 
 
@@ -224,7 +215,7 @@ def wendel_hemisphere_probability(n: int, d: int) -> float:
     ``2^{-(n-1)} sum_{k=0}^{d-1} C(n-1, k)`` for ``d <= n`` (exact integers, one rounding);
     1 for ``d >= n`` (Theorem 6.3; the sum also gives 1 at ``d = n``).
     """
-    _require(int(n) == n and int(d) == d and n >= 1 and d >= 1, "n and d must be integers >= 1")
+    require(int(n) == n and int(d) == d and n >= 1 and d >= 1, "n and d must be integers >= 1")
     if d >= n:
         return 1.0
     return sum(math.comb(n - 1, k) for k in range(d)) / 2 ** (n - 1)
@@ -241,7 +232,7 @@ def circle_angle_rate(theta: ArrayLike, beta: ArrayLike, model: Model) -> FloatA
     weights are shifted by the self score ``beta`` so that they never overflow. ``beta`` is
     a scalar or broadcasts against ``theta.shape[:-1]``.
     """
-    theta, beta = _as_float(theta), _as_float(beta)[..., None, None]
+    theta, beta = as_float(theta), as_float(beta)[..., None, None]
     _check_model(model)
     diff = theta[..., :, None] - theta[..., None, :]
     if model == "sa":
@@ -283,11 +274,11 @@ def two_token_angle(t: ArrayLike, phi0: float, beta: float, model: Model) -> Flo
     phi : ndarray
         Same shape as ``t``, in ``[0, pi]``.
     """
-    t = _as_float(t)
+    t = as_float(t)
     _check_times(t)
     _check_beta(np.float64(beta))
     _check_model(model)
-    _require(0.0 <= phi0 <= math.pi, "phi0 must lie in [0, pi]")
+    require(0.0 <= phi0 <= math.pi, "phi0 must lie in [0, pi]")
     if phi0 in (0.0, math.pi):
         return np.full(t.shape, float(phi0))
     s = _integrate(_log_half_tan_rate(float(beta), model), math.log(math.tan(0.5 * phi0)), t)
@@ -303,8 +294,8 @@ def energy(cosines: ArrayLike, beta: ArrayLike) -> FloatArray:
     ``cosines`` holds Gram matrices of shape ``(..., n, n)``; ``beta > 0`` is a scalar or
     broadcasts against ``cosines.shape[:-2]``. Non-decreasing along SA and USA (Eq. 3.6).
     """
-    cosines, beta = _as_float(cosines), _as_float(beta)
-    _require((beta > 0.0) & np.isfinite(beta), "beta must be finite and > 0")
+    cosines, beta = as_float(cosines), as_float(beta)
+    require((beta > 0.0) & np.isfinite(beta), "beta must be finite and > 0")
     n = cosines.shape[-1]
     total = np.exp(beta[..., None, None] * cosines).sum(axis=(-2, -1))
     return total / (2.0 * beta * n**2)
