@@ -88,7 +88,7 @@ class MixtureTraining(Experiment):
         if options["source"] == "digits":
             from attnsweep.experiments.mixture_training import images
 
-            wrong = [K for K in grid["K"] if len(options["classes"]) != K]
+            wrong = [K for K in grid["K"] if K != len(options["classes"])]
             if wrong:
                 raise ConfigError(f"{prefix}.K", f"K = {wrong[0]:g} with {len(options['classes'])} digit classes "
                                                  f"{options['classes']}: source digits needs K = len(classes)")
