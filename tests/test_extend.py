@@ -1,4 +1,4 @@
-"""Growing a sweep reruns only the new work (attnsweep.blocks, config.Plan.jobs, aggregate.collect).
+"""Growing a sweep reruns only the new work (attnsweep.blocks, plan.Plan.jobs, aggregate.collect).
 
 Independent truth: a brute-force set of uncovered grid points for :func:`rectangles`; the job
 counts of ``snakemake --dry-run`` after each extension, derived by hand from the grids; and a

@@ -1,4 +1,4 @@
-"""The numbers do not depend on how the sweep is cut into jobs (config.Plan, jobs, aggregate).
+"""The numbers do not depend on how the sweep is cut into jobs (plan.Plan, jobs, aggregate).
 
 Independent truth: the same grid run as one job per (n, d, seed), as one job per
 (n, d, rho, gamma, seed), and as a single job must give identical sweep stores after

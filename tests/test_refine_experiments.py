@@ -26,8 +26,9 @@ import pytest
 import xarray as xr
 
 from attnsweep.aggregate import collect
-from attnsweep.config import Plan, load_sweep
+from attnsweep.config import load_sweep
 from attnsweep.jobs import run_job
+from attnsweep.plan import Plan
 from attnsweep.refine import decide
 from attnsweep.registry import Target
 from attnsweep.store import open_store

@@ -42,3 +42,13 @@ def claim(results: str | Path) -> IO[str]:
     except OSError:
         pass
     return handle
+
+
+_HELD: dict[Path, IO[str]] = {}
+
+
+def hold(results: str | Path) -> None:
+    """:func:`claim` ``results`` for the rest of this process (a Snakemake run's onstart)."""
+    key = Path(results).resolve()
+    if key not in _HELD:
+        _HELD[key] = claim(results)

@@ -17,7 +17,7 @@ row's neighbouring values of the crossing axis around the estimate):
   estimates differ by more than p and than their half-widths together (beyond the noise), with
   the base grid's crossing values and seeds.
 
-A round's new points become rectangles of the grid (:meth:`attnsweep.config.Plan.with_extra`),
+A round's new points become rectangles of the grid (:meth:`attnsweep.plan.Plan.with_extra`),
 recorded in ``<results>/<experiment>/refine.json`` before any of them runs; every run of the
 workflow plans them, so a round is an ordinary Snakemake run and a killed round is finished by
 running again. The record also keeps each round's assessment of every row, and
@@ -38,14 +38,12 @@ import numpy as np
 
 from attnsweep.errors import ConfigError
 from attnsweep.grid import canonical, format_value
+from attnsweep.plan import SEED, Plan, estimate
 from attnsweep.registry import Target
 
 if TYPE_CHECKING:
     import xarray as xr
 
-    from attnsweep.config import Plan
-
-SEED = "seed"
 RECORD = "refine.json"
 TABLE = "refine.csv"
 COLUMNS = ("round", "boundary", "row", "action", "reason", "added", "new_points", "estimate", "low", "high",
@@ -428,8 +426,6 @@ def _rectangles(points: set[tuple], axes: list[str], free: str | None) -> list[d
 
 def _seconds(plan: Plan, points: set[tuple], axes: list[str], free: str | None) -> float:
     """Estimated one-core seconds of the jobs the points make."""
-    from attnsweep.config import estimate
-
     return sum(estimate(plan.experiment.job_seconds, spec)
                for rect in _rectangles(points, axes, free) for spec in plan.rect_jobs(rect))
 

@@ -9,7 +9,7 @@ import tempfile
 from attnsweep.config import load_sweep
 from attnsweep.cost import runtime_minutes
 from attnsweep.errors import ConfigError
-from attnsweep.lock import claim as claim_results
+from attnsweep.lock import hold as hold_results
 from snakemake.exceptions import WorkflowError
 
 try:

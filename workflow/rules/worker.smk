@@ -48,7 +48,7 @@ def stop_worker():
 onstart:
     if not (workflow.remote_exec or workflow.subprocess_exec):  # the main snakemake only
         try:
-            WORKER["results_lock"] = claim_results(RESULTS)  # held until this process exits
+            hold_results(RESULTS)  # until this process exits
         except ConfigError as err:
             raise WorkflowError(f"attnsweep: {err}") from None
     if SWEEP.config["warm_worker"] and workflow.local_exec and not workflow.dryrun:
