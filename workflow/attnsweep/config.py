@@ -85,7 +85,12 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
 
 @functools.cache
 def _schema() -> dict[str, Any]:
-    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """The config's JSON schema: the global keys of ``SCHEMA``, and one section per registered
+    experiment composed from the experiment (:meth:`~attnsweep.registry.Experiment.config_schema`)."""
+    schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    schema["properties"]["experiments"]["properties"] = {
+        name: registry.get(name).config_schema() for name in registry.names()}
+    return schema
 
 
 @functools.cache

@@ -15,7 +15,7 @@ Expanded values are rounded to 12 significant digits, so ``0.1 + 0.2`` and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +41,10 @@ class Axis:
         Domain bounds; ``low_open``/``high_open`` make them exclusive.
     infinite : bool
         Whether +inf (written ``inf`` in the config) is a value, as for an infinite width.
+    default : value spec
+        The config's value when the section leaves the axis out (checked against the domain).
+    note : str
+        What the config's documentation adds to ``long_name`` (the papers' values, a caveat).
     """
 
     name: str
@@ -52,12 +56,20 @@ class Axis:
     low_open: bool = False
     high_open: bool = False
     infinite: bool = False
+    default: Any = field(default=None, compare=False)
+    note: str = ""
 
     def domain(self) -> str:
         left = "(" if self.low_open else "["
         right = ")" if self.high_open else "]"
         extra = " or inf" if self.infinite else ""
         return f"{left}{format_value(self.low)}, {format_value(self.high)}{right}{extra}"
+
+    def schema(self) -> dict[str, Any]:
+        """The axis's property in the config's JSON schema: its value spec, default and description."""
+        kind = "integer" if self.kind == "int" else "number"
+        description = f"{self.long_name}: {kind} in {self.domain()}" + (f"; {self.note}" if self.note else "")
+        return {"$ref": "#/$defs/axis", "default": self.default, "description": description}
 
     def check(self, key: str, values: list[float]) -> list[float]:
         """Return ``values`` cast to the axis kind; raise ConfigError naming ``key`` otherwise."""

@@ -7,16 +7,22 @@ The generic rules and the CLI only ever see this contract (like SciPy's ``METHOD
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import yaml
 
 from attnsweep.grid import Axis, format_value
 
 KEY_DIGITS = 12
+ENTRY_POINTS = "attnsweep.experiments"  # the entry-point group of experiments in other packages
 
 if TYPE_CHECKING:  # kept out of the import path of every job
     import pandas as pd
@@ -111,7 +117,13 @@ class Experiment(ABC):
     ----------------
     name : registry key and config section.
     title, paper : one-line description and the paper file it implements.
-    axes : grid axes in canonical order (the seed axis is implicit and comes last).
+    axes : grid axes in canonical order (the seed axis is implicit and comes last), each with its
+        domain and default: the one statement of them (the config schema is composed from it).
+    options_schema : the rest of the config section as JSON schema: ``description`` (one
+        paragraph), ``seeds`` (``default``, ``description``), optionally ``dtype`` (a ``default``
+        other than the global dtype, with its ``description``) and ``options`` (the properties of
+        every option); built-in experiments read it from ``config.schema.yaml`` beside their module
+        (:func:`options_file`).
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
@@ -124,9 +136,27 @@ class Experiment(ABC):
     title: ClassVar[str]
     paper: ClassVar[str]
     axes: ClassVar[tuple[Axis, ...]]
+    options_schema: ClassVar[dict[str, Any]]
     default_wildcards: ClassVar[tuple[str, ...]]
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
+
+    def config_schema(self) -> dict[str, Any]:
+        """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
+        ``refine`` (where it declares targets), ``dtype``, then its options."""
+        seeds = {"$ref": "#/$defs/seeds", **self.options_schema["seeds"]}
+        shared = {"seeds": seeds, "wildcards": {"$ref": "#/$defs/wildcards"}}
+        if self.targets:
+            shared["refine"] = {"$ref": "#/$defs/refine"}
+        shared["dtype"] = {"$ref": "#/$defs/dtype",
+                           "description": "precision of this experiment's simulations; the global dtype if absent",
+                           **self.options_schema.get("dtype", {})}
+        properties = {axis.name: axis.schema() for axis in self.axes} | shared
+        clash = sorted(set(properties) & set(self.options_schema["options"]))
+        if clash:
+            raise TypeError(f"experiment {self.name!r}: options {clash} clash with its axes or shared keys")
+        return {"description": self.options_schema["description"], "type": "object", "additionalProperties": False,
+                "properties": properties | self.options_schema["options"]}
 
     def axis(self, name: str) -> Axis:
         return {a.name: a for a in self.axes}[name]
@@ -201,10 +231,31 @@ def register(cls: type[Experiment]) -> type[Experiment]:
     return cls
 
 
-def get(name: str) -> Experiment:
-    """The registered experiment ``name`` (importing the built-in experiments first)."""
+def options_file(module_file: str) -> dict[str, Any]:
+    """An experiment's ``options_schema``, read from ``config.schema.yaml`` beside ``module_file``."""
+    return yaml.safe_load(Path(module_file).with_name("config.schema.yaml").read_text())
+
+
+@functools.cache
+def discover() -> None:
+    """Register the built-in experiments, then those of installed packages: each entry point of
+    the group ``attnsweep.experiments`` names a module that registers the experiment of its name."""
     import attnsweep.experiments  # noqa: F401  (registers the built-ins)
 
+    for point in entry_points(group=ENTRY_POINTS):
+        try:
+            point.load()
+        except Exception as err:
+            raise ImportError(f"experiment plugin {point.name!r} ({point.value}) failed to import: "
+                              f"{type(err).__name__}: {err}") from err
+        if point.name not in REGISTRY:
+            raise ImportError(f"experiment plugin {point.name!r} ({point.value}) registered no experiment "
+                              f"of that name (registered: {', '.join(sorted(REGISTRY))})")
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment ``name`` (built-in or installed: :func:`discover`)."""
+    discover()
     try:
         return REGISTRY[name]
     except KeyError:
@@ -213,8 +264,7 @@ def get(name: str) -> Experiment:
 
 
 def names() -> list[str]:
-    import attnsweep.experiments  # noqa: F401
-
+    discover()
     return sorted(REGISTRY)
 
 

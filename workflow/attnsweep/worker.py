@@ -279,8 +279,10 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
     import matplotlib.figure  # noqa: F401
 
     import attnsweep.aggregate  # noqa: F401  (xarray, dask)
-    import attnsweep.experiments  # noqa: F401  (torch, numpy, the experiments)
     import attnsweep.jobs  # noqa: F401  (zarr)
+    from attnsweep import registry
+
+    registry.discover()  # torch, numpy, every experiment (installed ones too)
 
     Path(path).unlink(missing_ok=True)  # a stale socket of ours: nobody else can enter the directory
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

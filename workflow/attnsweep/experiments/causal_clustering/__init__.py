@@ -30,7 +30,7 @@ from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
 from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
@@ -84,10 +84,12 @@ class CausalClustering(Experiment):
     title = "Causal attention masking: Renyi centres, meta-stable clusters, causal vs full (Figures 1-3)"
     paper = "003_a0a569e04c8b15c0.txt"
     axes = (
-        Axis("n", "int", "number of tokens", low=2),
-        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
-        Axis("beta", "float", "inverse temperature beta (CSA)", low=0, low_open=True),
+        Axis("n", "int", "number of tokens", low=2, default=[200], note="Figs. 2, 3 use 200, Fig. 1 uses 32"),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[2]),
+        Axis("beta", "float", "inverse temperature beta (CSA)", low=0, low_open=True, default=[64.0],
+             note="64 in Figs. 2 and 3, 9 in Fig. 1"),
     )
+    options_schema = options_file(__file__)
     # One job per (n, d): betas, seeds, value matrices and masks batched in it.
     default_wildcards = ("n", "d")
     version = 1

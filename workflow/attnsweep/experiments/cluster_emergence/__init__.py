@@ -26,7 +26,7 @@ from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_vari
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
@@ -69,10 +69,14 @@ class ClusterEmergence(Experiment):
     title = "Un-normalised attention dynamics in R^d: Boolean P(t), leaders, clusters (Figures 3-8, 11, 12)"
     paper = "004_bfcb28d29a577d0f.txt"
     axes = (
-        Axis("n", "int", "number of tokens", low=2),
-        Axis("d", "int", "token dimension (tokens live in R^d; d = 1 in Theorem 2.1)", low=1),
-        Axis("scale", "float", "half-width a of the initial box: tokens i.i.d. U[-a, a]^d", low=0, low_open=True),
+        Axis("n", "int", "number of tokens", low=2, default=[40], note="the paper's figures use 20 to 256"),
+        Axis("d", "int", "token dimension (tokens live in R^d; d = 1 in Theorem 2.1)", low=1, default=[1, 3],
+             note="Figs. 3 and 11 use d = 1"),
+        Axis("scale", "float", "half-width a of the initial box: tokens i.i.d. U[-a, a]^d", low=0, low_open=True,
+             default=[5.0], note="Section 11.1: a = 5; the dynamics is not scale invariant (Remark 3.3), "
+                                 "a acts as an inverse temperature"),
     )
+    options_schema = options_file(__file__)
     # One job per (n, d): the systems of a tensor batch share n and d; seeds and scales (which
     # share their draws) are batched in it.
     default_wildcards = ("n", "d")

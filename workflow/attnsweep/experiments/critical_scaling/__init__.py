@@ -20,7 +20,7 @@ from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
 from attnsweep.experiments.critical_scaling import theory
 from attnsweep.grid import Axis, format_value
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
@@ -48,12 +48,15 @@ class CriticalScaling(Experiment):
     title = "one attention layer, beta = gamma log n: contraction vs identity (Figures 1-2)"
     paper = "000_334135bd8fd13e48.txt"
     axes = (
-        Axis("n", "int", "number of tokens", low=2),
-        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
-        Axis("rho", "float", "shared component weight of Eq. 25", low=0, high=1, high_open=True),
-        Axis("gamma", "float", "attention scaling, beta = gamma log n", low=0),
-        Axis("alpha", "float", "residual weight of Eq. 5", low=0),
+        Axis("n", "int", "number of tokens", low=2, default=[256]),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[16, 128, 1024]),
+        Axis("rho", "float", "shared component weight of Eq. 25", low=0, high=1, high_open=True,
+             default={"start": 0.0, "stop": 0.9, "num": 10}),
+        Axis("gamma", "float", "attention scaling, beta = gamma log n", low=0,
+             default={"start": 0.5, "stop": 12.0, "num": 12}, note="Eq. 3"),
+        Axis("alpha", "float", "residual weight of Eq. 5", low=0, default=[0.0]),
     )
+    options_schema = options_file(__file__)
     default_wildcards = ("n", "d", "seed")
     targets = (Target("gamma_star_lambda", crossing="gamma", curves=("rho",)),
                Target("gamma_star_eta", crossing="gamma", curves=("rho",)))

@@ -25,7 +25,7 @@ import xarray as xr
 from attnsweep import cost
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
@@ -63,13 +63,19 @@ class MixtureTraining(Experiment):
     title = "Two-headed transformer learning a K-mixture by gradient descent: stages, scores, t* (Figures 1-7)"
     paper = "002_396de2f79daf2112.txt"
     axes = (
-        Axis("K", "int", "number of mixture components K (signals c_k, v_k)", low=2),
-        Axis("L", "int", "sequence length L", low=3),
-        Axis("omega", "float", "scale omega of the initial attention weights, N(0, omega^2/m)", low=0, low_open=True),
-        Axis("m", "int", "attention width m (inf: the infinite-width model, Definition 5.1)", low=1, infinite=True),
-        Axis("lr", "float", "learning rate (flow time t = lr step)", low=0, low_open=True),
-        Axis("b", "float", "fixed bias b of the ReLU heads (Eq. 1)", low=0, low_open=True),
+        Axis("K", "int", "number of mixture components K (signals c_k, v_k)", low=2, default=[2],
+             note="Figs. 1-4 use 2, Figs. 5-7 use 3, 4, 8"),
+        Axis("L", "int", "sequence length L", low=3, default=[3], note="the theory is L = 3"),
+        Axis("omega", "float", "scale omega of the initial attention weights, N(0, omega^2/m)", low=0, low_open=True,
+             default=[0.1], note="Condition 1 wants it small"),
+        Axis("m", "int", "attention width m (inf: the infinite-width model, Definition 5.1)", low=1, infinite=True,
+             default=[64]),
+        Axis("lr", "float", "learning rate (flow time t = lr step)", low=0, low_open=True, default=[0.1],
+             note="Section 3.1 uses 0.1"),
+        Axis("b", "float", "fixed bias b of the ReLU heads (Eq. 1)", low=0, low_open=True, default=[0.5],
+             note='"such as 1/2"; Theorem 4.1 needs b < 1'),
     )
+    options_schema = options_file(__file__)
     # One job per (K, L, m): every omega, lr, b, seed, mode and engine trains in one tensor batch.
     default_wildcards = ("K", "L", "m")
     version = 1

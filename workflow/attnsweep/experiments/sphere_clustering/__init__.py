@@ -23,7 +23,7 @@ from attnsweep.dynamics import CPU_CHUNK_MIB
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
-from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, register
+from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
@@ -51,13 +51,16 @@ class SphereClustering(Experiment):
     title = "SA/USA dynamics on the sphere: clustering over (t, beta) (Figures 3-5)"
     paper = "001_9c138004460fad47.txt"
     axes = (
-        Axis("n", "int", "number of tokens", low=2),
-        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2),
+        Axis("n", "int", "number of tokens", low=2, default=[32]),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[2, 8, 32]),
         Axis("rho", "float", "shared component weight of the initial tokens (000 Eq. 25)", low=0, high=1,
-             high_open=True),
-        Axis("beta", "float", "inverse temperature beta (Eq. 2.3), added to gamma log n", low=0),
-        Axis("gamma", "float", "scaling gamma: gamma log n is added to beta", low=0),
+             high_open=True, default=[0.0], note="0 gives i.i.d. uniform tokens, as in 001"),
+        Axis("beta", "float", "inverse temperature beta (Eq. 2.3), added to gamma log n", low=0,
+             default={"start": 0.1, "stop": 9.0, "num": 30}),
+        Axis("gamma", "float", "scaling gamma: gamma log n is added to beta", low=0, default=[0.0],
+             note="000's beta = gamma log n with beta 0"),
     )
+    options_schema = options_file(__file__)
     default_wildcards = ("n", "d")
     version = 1
     # t* is located along the output time (more seeds narrow it); a curve of the temperature
