@@ -8,12 +8,15 @@ exactly the axes, the shared keys and the options; an option that shadows an axi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
+import yaml
 
 from attnsweep import registry
-from attnsweep.config import _schema, experiment_defaults, plan_experiment
+from attnsweep.config import experiment_defaults, plan_experiment, schema
 from attnsweep.grid import Axis, expand
 from attnsweep.registry import Experiment
 
@@ -31,7 +34,7 @@ def test_axis_defaults_lie_in_their_domains(name: str) -> None:
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_schema_section_is_the_experiments_axes_and_options(name: str) -> None:
     experiment = registry.get(name)
-    section = _schema()["properties"]["experiments"]["properties"][name]
+    section = schema()["properties"]["experiments"]["properties"][name]
     shared = ["seeds", "wildcards", *(["refine"] if experiment.targets else []), "dtype"]
     assert list(section["properties"]) == [*experiment.axis_names, *shared, *experiment.options_schema["options"]]
     for axis in experiment.axes:
@@ -45,7 +48,7 @@ def test_schema_section_is_the_experiments_axes_and_options(name: str) -> None:
 
 def test_the_schema_documents_the_domain_the_code_checks() -> None:
     """critical_scaling's d: the hand-written schema once said 'integer >= 1' where the code refused d < 2."""
-    section = _schema()["properties"]["experiments"]["properties"]["critical_scaling"]
+    section = schema()["properties"]["experiments"]["properties"]["critical_scaling"]
     assert "[2, inf]" in section["properties"]["d"]["description"]
 
 
@@ -62,3 +65,13 @@ class _Shadowing:
 def test_an_option_named_like_an_axis_is_refused() -> None:
     with pytest.raises(TypeError, match=r"shadowing.*\['n'\]"):
         Experiment.config_schema(_Shadowing)
+
+
+def test_schema_command_prints_the_composed_schema() -> None:
+    run = [sys.executable, "-m", "attnsweep.cli", "schema"]
+    whole = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert yaml.safe_load(whole) == schema()
+    one = yaml.safe_load(subprocess.run([*run, "mixture_training"], capture_output=True, text=True, check=True).stdout)
+    assert one["properties"] == schema()["properties"]["experiments"]["properties"]["mixture_training"]["properties"]
+    bad = subprocess.run([*run, "mixture"], capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr

@@ -89,6 +89,20 @@ def cmd_experiments(_: argparse.Namespace) -> None:
                 print(f"  option  {key} = {json.dumps(value)}")
 
 
+def cmd_schema(args: argparse.Namespace) -> None:
+    import yaml
+
+    from attnsweep.config import schema
+
+    document = schema()
+    if args.experiment:
+        sections = document["properties"]["experiments"]["properties"]
+        if args.experiment not in sections:
+            raise SystemExit(f"attnsweep: unknown experiment {args.experiment!r} (known: {', '.join(sections)})")
+        document = {**sections[args.experiment], "$defs": document["$defs"]}
+    print(yaml.safe_dump(document, sort_keys=False, width=100), end="")
+
+
 def cmd_validate(args: argparse.Namespace) -> None:
     from attnsweep.config import load_sweep, load_yaml
 
@@ -170,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("experiments", help="list experiments with their axes and defaults")
     p.set_defaults(func=cmd_experiments)
+
+    p = sub.add_parser("schema", help="the config's JSON schema, every experiment's section composed in")
+    p.add_argument("experiment", nargs="?", help="only this experiment's section")
+    p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("validate", help="check a config as the workflow would")
     p.add_argument("config")

@@ -52,7 +52,7 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     """Re-run the schema with plain jsonschema to name the first offending key in one line."""
     from jsonschema.exceptions import best_match
 
-    error = best_match(_strict_validator()(_schema()).iter_errors(config))
+    error = best_match(_strict_validator()(schema()).iter_errors(config))
     if error is None:  # pragma: no cover - the filling and the plain validator disagree
         return ConfigError("config", "rejected by the schema")
     while error.parent is not None and error.parent.validator == "oneOf":
@@ -81,6 +81,11 @@ def _schema_error_line(config: dict[str, Any]) -> ConfigError:
         key = ".".join([*map(str, error.absolute_path), *missing[:1]])
         message = "required key is missing"
     return ConfigError(key, message)
+
+
+def schema() -> dict[str, Any]:
+    """A copy of the config's JSON schema (:func:`_schema`)."""
+    return copy.deepcopy(_schema())
 
 
 @functools.cache
