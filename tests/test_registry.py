@@ -1,15 +1,19 @@
-"""One statement of each experiment fact (attnsweep.registry, attnsweep.grid.Axis, attnsweep.config).
+"""The extension point (attnsweep.registry, attnsweep.grid.Axis, attnsweep.config).
 
-The config schema's experiment sections are composed from the experiments: each axis's domain
-and default from its ``Axis``, the rest from the experiment's ``options_schema``. Independent
-truths: every default expands to values inside its axis's domain; the composed section holds
-exactly the axes, the shared keys and the options; an option that shadows an axis is refused.
+One statement of each experiment fact: the config schema's experiment sections are composed
+from the experiments, each axis's domain and default from its ``Axis``, the rest from the
+experiment's ``options_schema``. Independent truths: every default expands to values inside its
+axis's domain; the composed section holds exactly the axes, the shared keys and the options; an
+option that shadows an axis is refused. Installed experiments: the README's template, installed
+with pip, runs through the workflow to its boundary and figure; a broken one is one line.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +25,8 @@ from attnsweep.grid import Axis, expand
 from attnsweep.registry import Experiment
 
 EXPERIMENTS = registry.names()
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -75,3 +81,29 @@ def test_schema_command_prints_the_composed_schema() -> None:
     assert one["properties"] == schema()["properties"]["experiments"]["properties"]["mixture_training"]["properties"]
     bad = subprocess.run([*run, "mixture"], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr
+
+
+@pytest.mark.parametrize(("module", "message"), [
+    ("raise ImportError('No module named sklearn_extra')",
+     "fails to import: ImportError: No module named sklearn_extra"),
+    ("", "registers no experiment 'broken'"),
+])
+def test_a_broken_installed_experiment_is_one_line(tmp_path: Path, module: str, message: str) -> None:
+    """An entry point whose module fails, or registers nothing: one line naming the entry point,
+    before any job, from the CLI and from Snakemake alike."""
+    (tmp_path / "broken_experiment.py").write_text(module + "\n")
+    info = tmp_path / "broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[attnsweep.experiments]\nbroken = broken_experiment\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    (tmp_path / "config.yaml").write_text("experiments:\n  critical_scaling: {}\n")
+    for command in ([sys.executable, "-m", "attnsweep.cli", "validate", "config.yaml"],
+                    [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml",
+                     "--dry-run", "--cores", "1"]):
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0
+        assert "Traceback" not in done.stderr, done.stderr
+        line = [ln for ln in done.stderr.splitlines() if "attnsweep" in ln and "broken" in ln]
+        assert len(line) == 1 and message in line[0], done.stderr
+        assert "attnsweep.experiments entry point broken = broken_experiment" in line[0]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
+from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
 
 KEY_DIGITS = 12
@@ -243,14 +244,14 @@ def discover() -> None:
     import attnsweep.experiments  # noqa: F401  (registers the built-ins)
 
     for point in entry_points(group=ENTRY_POINTS):
+        where = f"{ENTRY_POINTS} entry point {point.name} = {point.value}"
         try:
             point.load()
         except Exception as err:
-            raise ImportError(f"experiment plugin {point.name!r} ({point.value}) failed to import: "
-                              f"{type(err).__name__}: {err}") from err
+            raise ConfigError(where, f"the installed experiment fails to import: {type(err).__name__}: {err}") from None
         if point.name not in REGISTRY:
-            raise ImportError(f"experiment plugin {point.name!r} ({point.value}) registered no experiment "
-                              f"of that name (registered: {', '.join(sorted(REGISTRY))})")
+            known = ", ".join(sorted(REGISTRY))
+            raise ConfigError(where, f"registers no experiment {point.name!r} (registered: {known})")
 
 
 def get(name: str) -> Experiment:
