@@ -71,7 +71,7 @@ def test_whole_run_draws_every_figure(reference: tuple[str, Path]) -> None:
     summary, bnd = (open_store(out / name).load() for name in ("summary.zarr", "boundary.zarr"))
     problems = []
     for fig in plan.experiment.figures(plan.grid, plan.options):
-        drawn = plan.experiment.draw(fig.name, summary, bnd)
+        drawn = plan.experiment.draw(fig.draw, fig.params, summary, bnd)
         panels = data_axes(drawn)
         plt.close(drawn)
         problems += check_figure(out / "figures" / f"{fig.name}.png", out / "figures" / f"{fig.name}.pdf", panels)

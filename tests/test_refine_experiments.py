@@ -251,7 +251,7 @@ def test_figures_draw_a_refined_sweep(refined: Refined) -> None:
 
     summary, bnd = analyse(refined.experiment, dropped(refined.sweep, refined.case.drop))
     for fig in refined.experiment.figures(refined.plan.grid, refined.plan.options):
-        plt.close(refined.experiment.draw(fig.name, summary, bnd))
+        plt.close(refined.experiment.draw(fig.draw, fig.params, summary, bnd))
 
 
 def test_a_round_decides_on_every_row(refined: Refined) -> None:

@@ -11,18 +11,23 @@ with pip, runs through the workflow to its boundary and figure; a broken one is 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
+from figcheck import check_figure
 
 from attnsweep import registry
 from attnsweep.config import experiment_defaults, plan_experiment, schema
 from attnsweep.grid import Axis, expand
 from attnsweep.registry import Experiment
+from attnsweep.store import open_store
 
 EXPERIMENTS = registry.names()
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +86,58 @@ def test_schema_command_prints_the_composed_schema() -> None:
     assert one["properties"] == schema()["properties"]["experiments"]["properties"]["mixture_training"]["properties"]
     bad = subprocess.run([*run, "mixture"], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr
+
+
+def readme_files(section: str) -> dict[str, str]:
+    """The fenced code blocks of the README's ``section`` whose first line is ``# PATH``: PATH -> text."""
+    text = README.read_text()
+    start = text.index(f"\n{section}\n")
+    body = text[start:text.index("\n## ", start + 1)]
+    return {m["path"]: m["body"] for m in re.finditer(r"```\w+\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", body, re.S)}
+
+
+@pytest.mark.slow
+def test_the_readme_template_experiment_runs_as_an_installed_package(tmp_path: Path) -> None:
+    """The README's template, file for file: pip installs it (into a directory of its own, not
+    this environment), its entry point registers it, and the workflow runs it to its boundary
+    and figure. Truths: at beta = 0 attention is uniform, so the sharpness is exactly 1/n; the
+    boundary is where the seed mean of sweep.zarr crosses the level, found here by np.interp."""
+    files = readme_files("## Adding an experiment")
+    assert {"pyproject.toml", "toy_attention/__init__.py", "toy_attention/figures.py", "config/toy.yaml"} <= set(files)
+    package, work, site = tmp_path / "toy-attention", tmp_path / "work", tmp_path / "site"
+    for path, body in files.items():
+        target = (work if path.startswith("config/") else package) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(package)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    listed = subprocess.run([sys.executable, "-m", "attnsweep.cli", "experiments"], env=env, capture_output=True,
+                            text=True, check=True).stdout
+    assert "toy_attention: sharpness of one softmax attention step" in listed
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2",
+                           "--configfile", "config/toy.yaml"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    results = work / "results" / "toy_attention"
+    sweep = open_store(results / "sweep.zarr").load()
+    n = sweep["n"].values
+    uniform = sweep["sharpness"].sel(beta=0.0).transpose("n", "seed").values
+    np.testing.assert_allclose(uniform, np.broadcast_to(1 / n[:, None], uniform.shape), rtol=1e-6)
+    mean = sweep["sharpness"].mean("seed")
+    boundary = open_store(results / "boundary.zarr").load()
+    for size in n:
+        curve = mean.sel(n=size).values
+        assert np.all(np.diff(curve) > 0)  # sharper as beta grows
+        expected = np.interp(0.5, curve, sweep["beta"].values)
+        estimate = boundary["beta_star"].sel(n=size)
+        assert float(estimate) == pytest.approx(expected, rel=1e-6)
+        assert boundary["beta_star_low"].sel(n=size) <= estimate <= boundary["beta_star_high"].sel(n=size)
+    table = pd.read_csv(results / "boundary.csv")
+    np.testing.assert_allclose(table["beta_star"], boundary["beta_star"].values, rtol=1e-5)
+    figure = results / "figures" / "sharpness"
+    assert not check_figure(figure.with_suffix(".png"), figure.with_suffix(".pdf"), panels=1)
 
 
 @pytest.mark.parametrize(("module", "message"), [

@@ -172,7 +172,8 @@ def test_server_figure_equals_fresh_process(server: Server, tmp_path: Path) -> N
     procs = {}
     for name, socket in (("warm", server.socket), ("cold", None)):
         env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV} | ({SOCKET_ENV: socket} if socket else {})
-        step = {"name": "finite_size", "summary_path": str(summary), "boundary_path": str(tmp_path / "boundary.zarr"),
+        step = {"draw": "finite_size", "params": {}, "summary_path": str(summary),
+                "boundary_path": str(tmp_path / "boundary.zarr"),
                 "png": str(tmp_path / f"{name}.png"), "pdf": str(tmp_path / f"{name}.pdf")}
         cmd = [sys.executable, "-m", "attnsweep.cli", "aggregate", "figure", json.dumps(step)]
         procs[name] = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
@@ -276,7 +277,7 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
     """Requests the server must refuse, by what is wrong with them."""
     job = job_request(tmp_path / "x.zarr", tmp_path)
     step = {"step": "figure", "cwd": str(tmp_path),
-            "args": {"name": "finite_size", "summary_path": str(tmp_path / "summary.zarr"),
+            "args": {"draw": "finite_size", "params": {}, "summary_path": str(tmp_path / "summary.zarr"),
                      "boundary_path": str(tmp_path / "boundary.zarr"), "png": str(tmp_path / "f.png"),
                      "pdf": str(tmp_path / "f.pdf")}}
     return {
@@ -297,7 +298,8 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
         "step with an extra argument": {**step, "args": {**step["args"], "dpi": "1"}},
         "step missing an argument": {**step, "args": {k: v for k, v in step["args"].items() if k != "pdf"}},
         "step writing outside": {**step, "args": {**step["args"], "png": str(outside / "f.png")}},
-        "step argument of the wrong type": {**step, "args": {**step["args"], "name": 3}},
+        "step argument of the wrong type": {**step, "args": {**step["args"], "draw": 3}},
+        "step parameters not an object": {**step, "args": {**step["args"], "params": "n=16"}},
     }
 
 

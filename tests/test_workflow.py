@@ -63,8 +63,10 @@ def test_builds_every_output(tiny_run: Path) -> None:
     out = tiny_run / "results" / "critical_scaling"
     summary, bnd = (open_store(out / name).load() for name in ("summary.zarr", "boundary.zarr"))
     problems = []
-    for name in ("lambda_n~16", "eta_n~16", "finite_size"):
-        fig = get("critical_scaling").draw(name, summary, bnd)
+    figures = {"lambda_n~16": ("heatmaps", {"observable": "lambda", "n": 16}),
+               "eta_n~16": ("heatmaps", {"observable": "eta", "n": 16}), "finite_size": ("finite_size", {})}
+    for name, (function, params) in figures.items():
+        fig = get("critical_scaling").draw(function, params, summary, bnd)
         panels = data_axes(fig)
         plt.close(fig)
         problems += check_figure(out / "figures" / f"{name}.png", out / "figures" / f"{name}.pdf", panels)

@@ -218,13 +218,14 @@ def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, 
     tmp.replace(csv)
 
 
-def figure(name: str, summary_path: str | Path, boundary_path: str | Path, png: str | Path,
+def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str | Path, png: str | Path,
            pdf: str | Path) -> None:
-    """Draw one figure to PNG and PDF."""
+    """Draw one figure to PNG and PDF: the experiment's figure function ``draw`` with ``params``
+    (a :class:`~attnsweep.registry.FigureSpec`'s)."""
     summary = open_store(summary_path).load()
     bnd = open_store(boundary_path).load()
     experiment = registry.get(summary.attrs["experiment"])
-    fig = experiment.draw(name, summary, bnd)
+    fig = experiment.draw(draw, params, summary, bnd)
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -105,10 +106,18 @@ class Target:
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """A figure an experiment draws: file stem and report caption."""
+    """A figure an experiment draws: file stem, report caption, and the function of the
+    experiment's figures module that draws it (default: the one named like the figure), called as
+    ``function(summary, boundary, **params)``."""
 
     name: str
     caption: str
+    draw: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.draw:
+            object.__setattr__(self, "draw", self.name)
 
 
 class Experiment(ABC):
@@ -128,6 +137,7 @@ class Experiment(ABC):
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
+    figures_module : the module of the figure functions (default: ``figures`` in the experiment's package).
 
     ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
@@ -141,6 +151,7 @@ class Experiment(ABC):
     default_wildcards: ClassVar[tuple[str, ...]]
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
+    figures_module: ClassVar[str | None] = None
 
     def config_schema(self) -> dict[str, Any]:
         """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
@@ -216,9 +227,14 @@ class Experiment(ABC):
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
         """The figures this experiment draws for a grid and options (captions may name both)."""
 
-    @abstractmethod
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        """Draw figure ``name`` from the reduced data."""
+    def draw(self, function: str, params: dict[str, Any], summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        """A figure from the reduced data: ``function(summary, boundary, **params)`` of the module
+        ``figures_module`` (a :class:`FigureSpec`'s ``draw`` and ``params``)."""
+        module = importlib.import_module(self.figures_module or f"{type(self).__module__}.figures")
+        draw = getattr(module, function, None)
+        if draw is None:
+            raise KeyError(f"{self.name} draws no figure {function!r}: {module.__name__} has no such function")
+        return draw(summary, boundary, **params)
 
 
 REGISTRY: dict[str, Experiment] = {}

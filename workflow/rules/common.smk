@@ -85,6 +85,12 @@ def figure_caption(wildcards):
     return re.sub(r"([\\`*|_])", r"\\\1", specs[wildcards.figure])
 
 
+def figure_spec(wildcards):
+    """The figure's function and parameters as JSON text (a param: a change of either redraws it)."""
+    spec = {f.name: f for f in FIGURES[wildcards.experiment]}[wildcards.figure]
+    return json.dumps({"draw": spec.draw, "params": spec.params}, sort_keys=True)
+
+
 def final_outputs():
     """Every figure and boundary of every configured experiment."""
     outputs = []

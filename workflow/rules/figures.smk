@@ -18,10 +18,11 @@ rule figure:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
     params:
         caption=figure_caption,
+        spec=figure_spec,
     run:
         step = json.dumps(
             {
-                "name": wildcards.figure,
+                **json.loads(params.spec),
                 "summary_path": input.summary,
                 "boundary_path": input.boundary,
                 "png": output.png,

@@ -35,7 +35,6 @@ from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
-    from matplotlib.figure import Figure
 
 #: V of the five classes of Table 1 (Fig. 1 a-e; the paper gives only the spectra, notes 003 s6).
 VALUES = {
@@ -277,16 +276,6 @@ class CausalClustering(Experiment):
                       FigureSpec("centres", figures.caption_centres(grid, options))]
         return specs
 
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        from attnsweep.experiments.causal_clustering import figures
-
-        drawers = {"captured": lambda: figures.captured(summary), "clusters": lambda: figures.clusters(summary),
-                   "boundary": lambda: figures.boundary(boundary), "scaling": lambda: figures.scaling(boundary),
-                   "final_positions": lambda: figures.final_positions(summary),
-                   "centres": lambda: figures.centres(summary)}
-        if name not in drawers:
-            raise KeyError(f"{self.name} draws no figure {name!r}")
-        return drawers[name]()
 
 
 def _log_slope(beta: np.ndarray, counts: np.ndarray) -> np.ndarray:

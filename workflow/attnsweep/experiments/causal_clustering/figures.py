@@ -159,7 +159,7 @@ def caption_centres(grid: dict[str, list[float]], options: dict[str, Any]) -> st
     )
 
 
-def captured(summary: xr.Dataset) -> Figure:
+def captured(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Captured fractions over t: rows per capture radius, columns per (d, beta)."""
     data = summary.isel(n=0, value=0)
     pairs, captures, t = _pairs(data["d"].values, data["beta"].values), data["capture"].values, data["t"].values
@@ -185,7 +185,7 @@ def captured(summary: xr.Dataset) -> Figure:
     return fig
 
 
-def clusters(summary: xr.Dataset) -> Figure:
+def clusters(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Seed-mean cluster count over t, rows per d, columns per mask, one colour per beta."""
     data = summary.isel(n=0, value=0)
     ds, masks, t = data["d"].values, data["causal"].values, data["t"].values
@@ -213,7 +213,7 @@ def _lines(bnd: xr.Dataset) -> list[tuple[int, float, int]]:
     return [(k, d, m) for k, d in enumerate(_ds(bnd["d"].values)) for m in bnd["causal"].values]
 
 
-def boundary(bnd: xr.Dataset) -> Figure:
+def boundary(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Median collapse time with its interval (left) and persistence (right) against beta."""
     data = bnd.isel(n=0, value=0)
     beta = data["beta"].values
@@ -237,7 +237,7 @@ def boundary(bnd: xr.Dataset) -> Figure:
     return fig
 
 
-def scaling(bnd: xr.Dataset) -> Figure:
+def scaling(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Log-log against beta: meta-stable clusters at t_max with fit and prediction (left),
     centre counts of x(0) with Lemma C.1 (right)."""
     data = bnd.isel(n=0)
@@ -289,7 +289,7 @@ def _circle(ax: Any) -> None:
     ax.set(aspect="equal", xticks=[], yticks=[], xlim=(-1.15, 1.15), ylim=(-1.15, 1.15))
 
 
-def final_positions(summary: xr.Dataset) -> Figure:
+def final_positions(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Tokens of the first seed at the last snapshot time (red) and earlier ones (grey), one
     column per value matrix, one row per mask."""
     snap = summary["snapshot"].isel(n=0, d=0, beta=0)
@@ -309,7 +309,7 @@ def final_positions(summary: xr.Dataset) -> Figure:
     return fig
 
 
-def centres(summary: xr.Dataset) -> Figure:
+def centres(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Tokens of the first seed at every snapshot time (columns) on the circle, one row per
     mask, with the Renyi (black) and strong Renyi (red) centres."""
     data = summary.isel(n=0, d=0, beta=0, value=0)

@@ -31,7 +31,6 @@ from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
-    from matplotlib.figure import Figure
 
 LEVEL = 0.5  # the boundary: the seed-mean Boolean defect falls below 1/2
 BAND = (0.9, 0.1)  # the defect levels that show how long the transition to a Boolean P takes
@@ -301,15 +300,6 @@ class ClusterEmergence(Experiment):
                       FigureSpec("snapshots", figures.caption_snapshots(grid, options))]
         return specs
 
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        from attnsweep.experiments.cluster_emergence import figures
-
-        drawers = {"rank": lambda: figures.rank(summary, boundary), "coordinates": lambda: figures.coordinates(summary),
-                   "boundary": lambda: figures.boundary(boundary), "attention": lambda: figures.attention(summary),
-                   "snapshots": lambda: figures.snapshots(summary)}
-        if name not in drawers:
-            raise KeyError(f"{self.name} draws no figure {name!r}")
-        return drawers[name]()
 
 
 def _forward_fill(a: np.ndarray) -> np.ndarray:

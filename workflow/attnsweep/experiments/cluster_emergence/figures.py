@@ -128,7 +128,7 @@ def rank(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def coordinates(summary: xr.Dataset) -> Figure:
+def coordinates(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Eigen-coordinates of the first seed: sign-group means +- std for Re(lambda) > 0 (top),
     variance over all tokens (bottom)."""
     ds, t = summary["d"].values, summary["t"].values
@@ -158,7 +158,7 @@ def coordinates(summary: xr.Dataset) -> Figure:
     return fig
 
 
-def boundary(bnd: xr.Dataset) -> Figure:
+def boundary(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """t* with its interval and the 0.9-0.1 band against the axis with most values."""
     sizes = {axis: bnd.sizes[axis] for axis in ("n", "scale", "d")}
     axis = max(sizes, key=lambda a: (sizes[a], -list(sizes).index(a)))
@@ -197,7 +197,7 @@ def _order(view: xr.Dataset) -> np.ndarray:
     return np.argsort(view["coordinate_snapshot"].isel(snapshot_t=0, mode=0).values, kind="stable")
 
 
-def attention(summary: xr.Dataset) -> Figure:
+def attention(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """P(t) of the first seed at the snapshot times (columns), one row per d."""
     ds, times = summary["d"].values, summary["snapshot_t"].values
     tol = float(summary.attrs["rank_tol"])
@@ -231,7 +231,7 @@ def _hyperplanes(ax: Any, view: xr.Dataset, t: float) -> None:
     ax.set(xlim=(x0, x1), ylim=(y0, y1))
 
 
-def snapshots(summary: xr.Dataset) -> Figure:
+def snapshots(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Tokens of the first seed at the snapshot times (columns), one row per d."""
     ds, times = summary["d"].values, summary["snapshot_t"].values
     fig = Figure(figsize=(2.9 * len(times), 2.9 * len(ds)), layout="constrained")

@@ -25,7 +25,6 @@ from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
-    from matplotlib.figure import Figure
 
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, notes 000 s6 (Eq. 20), not 1/2.
 
@@ -231,17 +230,9 @@ class CriticalScaling(Experiment):
         specs = []
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
-            specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid)))
-            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options)))
+            specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid), "heatmaps",
+                                    {"observable": "lambda", "n": int(n)}))
+            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options), "heatmaps",
+                                    {"observable": "eta", "n": int(n)}))
         specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid)))
         return specs
-
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        from attnsweep.experiments.critical_scaling import figures
-
-        if name == "finite_size":
-            return figures.finite_size(boundary)
-        observable, _, n = name.partition("_n~")
-        if observable not in ("lambda", "eta") or not n:
-            raise KeyError(f"{self.name} draws no figure {name!r}")
-        return figures.heatmaps(observable, int(n), summary, boundary)

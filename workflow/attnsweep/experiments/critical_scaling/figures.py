@@ -49,7 +49,7 @@ def caption_finite_size(grid: dict[str, list[float]]) -> str:
     )
 
 
-def heatmaps(observable: str, n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int) -> Figure:
     """One panel per d: the seed mean over (rho, gamma), gamma = 1/(1-rho) and gamma* on top."""
     alpha = 0.0 if observable == "eta" else float(summary["alpha"][0])
     data = summary[observable].sel(n=n, alpha=alpha)
@@ -86,7 +86,7 @@ def heatmaps(observable: str, n: int, summary: xr.Dataset, boundary: xr.Dataset)
     return fig
 
 
-def finite_size(boundary: xr.Dataset) -> Figure:
+def finite_size(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     """Median over rho of gamma*(1 - rho) against d, one line per n; the limit is 1."""
     fig = Figure(figsize=(5.2, 3.8), layout="constrained")
     ax = fig.subplots()

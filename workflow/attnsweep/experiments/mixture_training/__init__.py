@@ -30,7 +30,6 @@ from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
-    from matplotlib.figure import Figure
 
 MODES = ("joint", "three_stage", "attention_only")
 SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
@@ -298,8 +297,3 @@ class MixtureTraining(Experiment):
         from attnsweep.experiments.mixture_training.figures import specs
 
         return specs(grid, options)
-
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        from attnsweep.experiments.mixture_training.figures import draw
-
-        return draw(name, summary, boundary)

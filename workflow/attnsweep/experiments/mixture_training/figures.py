@@ -54,11 +54,6 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
     return out
 
 
-def draw(name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-    return {"losses": _losses, "alignment": _alignment, "scores": _scores, "score_grid": _score_grid,
-            "attention": _attention, "margin": _margin, "boundary": _boundary}[name](summary, boundary)
-
-
 def _first(da: xr.DataArray, keep: tuple[str, ...]) -> xr.DataArray:
     """``da`` at the first value of every grid dimension not in ``keep`` (engine too)."""
     drop = [d for d in ("K", "L", "omega", "m", "lr", "b", "mode", "engine") if d in da.dims and d not in keep]
@@ -84,7 +79,7 @@ def _time(summary: xr.Dataset) -> np.ndarray:
     return _first(summary["t"], ()).values
 
 
-def _losses(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def losses(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig, axes = _columns(summary, 1, 3.2)
     t = _time(summary)
     colours = {"loss_easy": "C0", "loss_hard": "C3", "loss_pop": "k"}
@@ -109,7 +104,7 @@ def _losses(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _alignment(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def alignment(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig, axes = _columns(summary, 1, 3.2)
     t = _time(summary)
     for j, K in enumerate(summary["K"].values):
@@ -128,7 +123,7 @@ def _alignment(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _scores(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def scores(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig, axes = _columns(summary, 2)
     t = _time(summary)
     for j, K in enumerate(summary["K"].values):
@@ -146,7 +141,7 @@ def _scores(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _score_grid(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def score_grid(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     K = int(summary["K"].values[0])
     score = _first(summary["score"].isel(K=0, head=0), ())
     t = _time(summary)
@@ -163,7 +158,7 @@ def _score_grid(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _attention(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def attention(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     maps = _first(summary["attention"].isel(K=0, head=0), ()).dropna("sample", how="all")
     L = int(_first(summary["L"], ()).values)
     maps = maps.isel(query=slice(0, L), key=slice(0, L))
@@ -184,7 +179,7 @@ def _attention(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _margin(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def margin(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig, axes = _columns(summary, 2)
     t = _time(summary)
     for j, K in enumerate(summary["K"].values):
@@ -201,7 +196,7 @@ def _margin(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def _boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     by_K, by_m = fig.subplots(1, 2)
     bnd = _first(boundary, ("K", "omega", "m"))

@@ -28,7 +28,6 @@ from attnsweep.seeds import presence, seed_statistics
 
 if TYPE_CHECKING:
     import torch
-    from matplotlib.figure import Figure
 
 LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (notes 001 s6)
 BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone
@@ -220,24 +219,12 @@ class SphereClustering(Experiment):
         specs = []
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
-            specs.append(FigureSpec(f"phase_{tag}", figures.caption_phase(int(n), grid, options)))
+            specs.append(FigureSpec(f"phase_{tag}", figures.caption_phase(int(n), grid, options), "phase",
+                                    {"n": int(n)}))
             if "clusters" in options["observables"]:
-                specs.append(FigureSpec(f"clusters_{tag}", figures.caption_clusters(int(n), grid, options)))
+                specs.append(FigureSpec(f"clusters_{tag}", figures.caption_clusters(int(n), grid, options),
+                                        "clusters", {"n": int(n)}))
         specs.append(FigureSpec("boundary", figures.caption_boundary(grid, options)))
         if options["snapshot_times"]:
             specs.append(FigureSpec("snapshots", figures.caption_snapshots(grid, options)))
         return specs
-
-    def draw(self, name: str, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        from attnsweep.experiments.sphere_clustering import figures
-
-        if name == "boundary":
-            return figures.boundary(boundary)
-        if name == "snapshots":
-            return figures.snapshots(summary)
-        kind, _, n = name.partition("_n~")
-        if kind == "phase" and n:
-            return figures.phase(int(n), summary, boundary)
-        if kind == "clusters" and n:
-            return figures.clusters(int(n), summary)
-        raise KeyError(f"{self.name} draws no figure {name!r}")

@@ -86,7 +86,7 @@ def gamma_line(summary: xr.Dataset, n: int, axis: str) -> tuple[np.ndarray, np.n
     return theory.hitting_time(beta + gamma * np.log(n), n, float(summary.attrs["delta"]), model), temps
 
 
-def phase(n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+def phase(summary: xr.Dataset, boundary: xr.Dataset, n: int) -> Figure:
     """One panel per d: the clustered-pair probability over (t, temperature), theory and t* on top."""
     axis = temperature({c: summary[c].values for c in ("beta", "gamma")})
     data = _pick(summary["clustered"].sel(n=n), axis)
@@ -112,7 +112,7 @@ def phase(n: int, summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     return fig
 
 
-def clusters(n: int, summary: xr.Dataset) -> Figure:
+def clusters(summary: xr.Dataset, bnd: xr.Dataset, n: int) -> Figure:
     """One panel per d: mean cluster count over time, one line per temperature (at most 6 shown)."""
     axis = temperature({c: summary[c].values for c in ("beta", "gamma")})
     mean = _pick(summary["clusters"].sel(n=n), axis)
@@ -135,7 +135,7 @@ def clusters(n: int, summary: xr.Dataset) -> Figure:
     return fig
 
 
-def boundary(bnd: xr.Dataset) -> Figure:
+def boundary(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """t*(temperature) per (n, d) with its interval and the 0.1-0.9 band, and Gamma_inf,delta."""
     axis = temperature({c: bnd[c].values for c in ("beta", "gamma")})
     fig = Figure(figsize=(5.4, 4.0), layout="constrained")
@@ -158,7 +158,7 @@ def boundary(bnd: xr.Dataset) -> Figure:
     return fig
 
 
-def snapshots(summary: xr.Dataset) -> Figure:
+def snapshots(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Tokens of seed 0 at the snapshot times (columns), one row per temperature (at most 3)."""
     axis = temperature({c: summary[c].values for c in ("beta", "gamma")})
     snap = _pick(summary["snapshot"].isel(n=0, d=0), axis)
