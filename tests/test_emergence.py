@@ -365,13 +365,13 @@ def test_job_is_independent_of_job_cut_and_chunking(tmp_path: Path) -> None:
     """One job, one job per (n, d, scale, seed), and chunks of three and one systems give the same
     arrays bit for bit (random V and Q^T K keyed by (d, seed), tokens by (n, d, seed))."""
     from attnsweep.aggregate import collect
-    from attnsweep.experiments.cluster_emergence.simulate import systems_per_chunk
+    from attnsweep.experiments.cluster_emergence import system_bytes
     from attnsweep.jobs import run_job
     from attnsweep.store import open_store
 
     section = {"n": [96], "d": [1, 3], "scale": [1.0, 5.0], "seeds": 2, "t_max": 1.0, "outputs": 3,
                "value": "symmetric", "query_key": "uniform", "snapshot_times": [0.0, 1.0]}
-    assert all(systems_per_chunk(96, d, 8, "rk4", 1) == 3 for d in (1, 3))  # 4 systems: chunks of 3 and 1
+    assert all((1 << 20) // system_bytes(96, d, 8, "rk4") == 3 for d in (1, 3))  # 4 systems: chunks of 3 and 1
     sweeps = {}
     for name, block_mib, wildcards in (("single", 64, []), ("fanned", 64, ["n", "d", "scale", "seed"]),
                                        ("chunked", 1, ["n", "d"])):

@@ -20,3 +20,9 @@ realisations and batched grid values integrate as one tensor batch.
 #: On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each step
 #: (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes the job's block_mib.
 CPU_CHUNK_MIB = 8
+
+
+def cpu_chunk_bytes(block_mib: int) -> int:
+    """Bytes one chunk of systems may take on a CPU: ``block_mib``, at most ``CPU_CHUNK_MIB``
+    (also what the time estimates of :mod:`attnsweep.cost` assume)."""
+    return min(block_mib, CPU_CHUNK_MIB) << 20

@@ -14,8 +14,6 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnsweep.dynamics import CPU_CHUNK_MIB  # noqa: F401  (the engines' batch cap on a CPU)
-
 Field = Callable[..., Tensor]
 
 

@@ -27,7 +27,7 @@ import xarray as xr
 
 from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
-from attnsweep.dynamics import CPU_CHUNK_MIB
+from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
@@ -137,7 +137,7 @@ class CausalClustering(Experiment):
             for d in map(int, grid["d"]):
                 record = 2 * n * n * d + (40 + 8 * captures) * n * n
                 batches = cost.chunks(systems, chunk_bytes(n, d, size, opts["integrator"], captures),
-                                      min(job.block_mib, CPU_CHUNK_MIB) << 20)
+                                      cpu_chunk_bytes(job.block_mib))
                 total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
                                        batches, job.dtype, matrices)
         return total

@@ -17,11 +17,9 @@ import numpy as np
 import torch
 import xarray as xr
 from torch import Tensor
-from tqdm import tqdm
 
 from attnsweep import rng
-from attnsweep.dynamics import observables, sphere
-from attnsweep.dynamics.times import output_steps
+from attnsweep.dynamics import driver, observables, sphere
 from attnsweep.experiments.causal_clustering import SERIES, chunk_bytes, separation, theory, value_matrix
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
@@ -73,8 +71,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              progress: bool = True) -> xr.Dataset:
     """Every observable at every output time of every (n, d, beta, seed, value, mask) of ``job``."""
     grid, opts, seeds = job.grid, job.options, job.seeds
-    steps = output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"])
-    snap_steps = np.unique(np.rint(np.asarray(opts["snapshot_times"], float) / opts["dt"]).astype(np.int64))
+    steps, snap_steps = driver.recorded_steps(opts)
     values, masks = opts["values"], opts["masks"]
     systems = list(itertools.product(range(len(grid["beta"])), range(len(seeds)), range(len(values)),
                                      range(len(masks))))
@@ -86,16 +83,12 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         layout.update(snapshot=("snapshot_t", "token", "coord"), renyi_centre=("token",), strong_centre=("token",))
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, sphere.CPU_CHUNK_MIB) << 20
-    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
-    for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
-        n, d = int(n), int(d)
-        chunk = max(1, budget // chunk_bytes(n, d, size, opts["integrator"], captures))
-        for lo in range(0, len(systems), chunk):
-            index = np.array(systems[lo:lo + chunk])
-            for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
-                at = (a, b, *index.T)
-                out[var][at] = _fit(array, out[var][at].shape)
+    chunks = driver.chunks(NAME, grid, systems, lambda n, d: chunk_bytes(n, d, size, opts["integrator"], captures),
+                           driver.chunk_budget(job.block_mib, device), progress)
+    for a, b, n, d, index in chunks:
+        for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
+            at = (a, b, *index.T)
+            out[var][at] = driver.fit(array, dict(enumerate(out[var][at].shape)))
     coords = {"n": grid["n"], "d": grid["d"], "beta": grid["beta"], "seed": seeds, "value": np.arange(len(values)),
               "causal": [int(m == "causal") for m in masks], "t": steps * opts["dt"],
               "capture": np.asarray(opts["capture"], float), "coord": np.arange(COORDS)}
@@ -103,7 +96,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         coords.update(snapshot_t=snap_steps * opts["dt"], token=np.arange(tokens))
     result = xr.Dataset({var: ((*DIMS, *dims), out[var], VARIABLES[var]) for var, dims in layout.items()},
                         coords=coords)
-    spectra = np.array([[_fit(np.diag(value_matrix(name, int(d)))[:COORDS], (COORDS,)) for name in values]
+    spectra = np.array([[driver.fit(np.diag(value_matrix(name, int(d))), {0: COORDS}) for name in values]
                         for d in grid["d"]])
     result["value_spectrum"] = (("d", "value", "coord"), spectra,
                                 {"long_name": "first three eigenvalues of V (its diagonal)", "units": "1"})
@@ -118,12 +111,6 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                         spacing=opts["spacing"],
                         separation=opts["separation"], cluster_delta=opts["cluster_delta"])
     return result
-
-
-def _fit(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` NaN-padded along its token axes to ``shape`` (a smaller n in a sweep over n)."""
-    widths = [(0, want - have) for have, want in zip(array.shape, shape)]
-    return np.pad(array, widths, constant_values=np.nan)
 
 
 def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
@@ -146,28 +133,24 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     step = sphere.stepper(opts["integrator"], torch.tensor(beta, dtype=dtype, device=device), None, vs,
                           "sa", opts["dt"], causal)
     renyi, strong, radius = renyi.to(device), strong.to(device), radius.to(device, dtype)
-    x = x0.to(device, dtype)
-    start = x.clone()
-    record: dict[str, list] = {var: [] for var in (*SERIES, "snapshot")}
-    wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
-    last = int(max(steps.max(), snap_steps.max(initial=0)))
-    for k in range(last + 1):
-        gram = None
-        if k in wanted:
+    start = x0.to(device, dtype)
+
+    def sample(k: int, x: Tensor, record: bool, snapshot: bool) -> tuple[dict[str, Tensor], Tensor | None]:
+        values, gram = {}, None
+        if record:
             gram = observables.gram(x)
             moved = geodesic((x * start).sum(-1))  # (B, n)
-            record["captured_renyi"].append(captured(gram, renyi, radius))
-            record["captured_strong"].append(captured(gram, strong, radius))
-            record["clusters"].append(observables.cluster_count(gram, opts["cluster_delta"]))
-            record["first_drift"].append(moved[:, 0])
-            record["strong_drift"].append(torch.where(strong, moved, 0.0).amax(-1))
-        if k in snaps:
-            record["snapshot"].append(x[..., :COORDS])
-        if k < last:
-            x = step(x, gram)
-    arrays = {var: torch.stack(vals, 1).double().cpu().numpy() for var, vals in record.items() if vals}
+            values = {"captured_renyi": captured(gram, renyi, radius),
+                      "captured_strong": captured(gram, strong, radius),
+                      "clusters": observables.cluster_count(gram, opts["cluster_delta"]),
+                      "first_drift": moved[:, 0], "strong_drift": torch.where(strong, moved, 0.0).amax(-1)}
+        if snapshot:
+            values["snapshot"] = x[..., :COORDS]
+        return values, gram  # the step from k reuses the Gram matrix
+
+    arrays = driver.trajectory(start.clone(), lambda k, x, gram: step(x, gram), sample, steps, snap_steps)
     if "snapshot" in arrays:
-        arrays["snapshot"] = _fit(arrays["snapshot"], (*arrays["snapshot"].shape[:-1], COORDS))
+        arrays["snapshot"] = driver.fit(arrays["snapshot"], {3: COORDS})
         arrays["renyi_centre"] = renyi.double().cpu().numpy()
         arrays["strong_centre"] = strong.double().cpu().numpy()
     arrays["renyi_count"] = renyi.sum(-1).double().cpu().numpy()

@@ -23,6 +23,7 @@ import xarray as xr
 
 from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
+from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
@@ -165,7 +166,8 @@ class ClusterEmergence(Experiment):
         for n in map(int, grid["n"]):
             for d in map(int, grid["d"]):
                 record = 12 * n ** 3 + 4 * n * n * d + 40 * n * n + 20 * n * d * opts["modes"]
-                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]), job.block_mib << 20)
+                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
+                                      cpu_chunk_bytes(job.block_mib))
                 total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
                                        batches, job.dtype, matrices=True, stage_flops=4 * d ** 3)
         return total

@@ -23,11 +23,9 @@ import numpy as np
 import torch
 import xarray as xr
 from torch import Tensor
-from tqdm import tqdm
 
 from attnsweep import rng
-from attnsweep.dynamics import attention, rd
-from attnsweep.dynamics.times import output_steps
+from attnsweep.dynamics import attention, driver, rd
 from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, system_bytes, theory
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
@@ -131,19 +129,6 @@ def query_key_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor | None:
     raise ValueError(f"unknown query_key case {case!r} ({', '.join(QUERY_KEYS)})")
 
 
-def systems_per_chunk(n: int, d: int, size: int, integrator: str, block_mib: int) -> int:
-    """How many systems one chunk integrates together (at least one)."""
-    return max(1, (block_mib << 20) // system_bytes(n, d, size, integrator))
-
-
-def _pad(a: np.ndarray, size: int, axis: int) -> np.ndarray:
-    """``a`` cut or NaN-padded to ``size`` along ``axis``."""
-    a = np.take(a, np.arange(min(size, a.shape[axis])), axis=axis)
-    widths = [(0, 0)] * a.ndim
-    widths[axis] = (0, size - a.shape[axis])
-    return np.pad(a.astype(np.float64), widths, constant_values=np.nan)
-
-
 def spectral_summary(v: Tensor, qk: Tensor | None, basis: attention.Eigenbasis, modes: int) -> dict[str, np.ndarray]:
     """Per system (B,): multiplicity, <Q phi_1, K phi_1>, Q^T K definite; per mode: eigenvalues,
     eigenvectors and dual functionals (first three components)."""
@@ -160,10 +145,10 @@ def spectral_summary(v: Tensor, qk: Tensor | None, basis: attention.Eigenbasis, 
         "multiplicity": theory.dominant_multiplicity(values).astype(np.float64),
         "phi1_score": score.numpy(),
         "qk_definite": definite.numpy(),
-        "eigenvalue_real": _pad(values.real, modes, 1),
-        "eigenvalue_imag": _pad(values.imag, modes, 1),
-        "eigenvector": _pad(_pad(basis.vectors.transpose(-1, -2).numpy(), modes, 1), COORDS, 2),
-        "dual_functional": _pad(_pad(basis.dual.numpy(), modes, 1), COORDS, 2),
+        "eigenvalue_real": driver.fit(values.real, {1: modes}),
+        "eigenvalue_imag": driver.fit(values.imag, {1: modes}),
+        "eigenvector": driver.fit(basis.vectors.transpose(-1, -2).numpy(), {1: modes, 2: COORDS}),
+        "dual_functional": driver.fit(basis.dual.numpy(), {1: modes, 2: COORDS}),
     }
 
 
@@ -203,8 +188,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              progress: bool = True) -> xr.Dataset:
     """Every observable at every output time of every (n, d, scale, seed) of ``job``."""
     grid, opts, seeds = job.grid, job.options, job.seeds
-    steps = output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"])
-    snap_steps = np.unique(np.rint(np.asarray(opts["snapshot_times"], float) / opts["dt"]).astype(np.int64))
+    steps, snap_steps = driver.recorded_steps(opts)
     systems = list(itertools.product(range(len(grid["scale"])), range(len(seeds))))  # (scale, seed) positions
     shape = (len(grid["n"]), len(grid["d"]), len(grid["scale"]), len(seeds))
     tokens, modes = int(max(grid["n"])), opts["modes"]
@@ -218,16 +202,13 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                       attention_snapshot=("snapshot_t", "token", "key"))
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
-    for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
-        n, d = int(n), int(d)
-        chunk = systems_per_chunk(n, d, size, opts["integrator"], job.block_mib)
-        for lo in range(0, len(systems), chunk):
-            index = np.array(systems[lo:lo + chunk])
-            values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
-            at = (a, b, *index.T)
-            for var, array in values.items():
-                out[var][at] = array
+    chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
+                           driver.chunk_budget(job.block_mib, device), progress)
+    for a, b, n, d, index in chunks:
+        values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
+        at = (a, b, *index.T)
+        for var, array in values.items():
+            out[var][at] = array
     coords = {"n": grid["n"], "d": grid["d"], "scale": grid["scale"], "seed": seeds, "t": steps * opts["dt"],
               "mode": np.arange(modes), "coord": np.arange(COORDS), "sign": list(SIGNS)}
     if len(snap_steps):
@@ -267,7 +248,6 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     qk = None if query_key[s[0]] is None else torch.stack([query_key[i] for i in s])
     modes = opts["modes"]
     basis = attention.eigenbasis(v)  # float64 on the CPU: reproducible signs
-    record = {var: [] for var in (*SERIES, *MODAL_SERIES, "snapshot", "coordinate_snapshot", "attention_snapshot")}
     static = spectral_summary(v, qk, basis, modes)
     radius = (opts["cluster_radius"] * attention.diameter(z0)).to(device, dtype)
     where = frame(opts["basis"], v, qk, basis)
@@ -275,35 +255,29 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     to_tokens, to_modes = where.to_tokens.to(device, dtype), where.to_modes[:, :modes].to(device, dtype)
     v, qk = where.v.to(device, dtype), None if where.qk is None else where.qk.to(device, dtype)
     step = rd.stepper(opts["equation"], opts["integrator"], qk, v, opts["dt"])
-    wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
-    for k in range(int(max(steps.max(), snap_steps.max(initial=0))) + 1):
-        if k:
-            y = step(k - 1, y)
-        if k not in wanted and k not in snaps:
-            continue
+
+    def sample(k: int, y: Tensor, record: bool, snapshot: bool) -> tuple[dict[str, Tensor], None]:
         t = k * opts["dt"]
         x, keys = rd.queries_keys(opts["equation"], t, y, v)
         logits = rd.scores(x, qk, keys)
         p = rd.probabilities(logits)
         w = y if opts["equation"] == "rescaled" else rd.to_rescaled(y, v, t)
         z, c = w @ to_tokens.transpose(-1, -2), attention.eigen_coordinates(w, to_modes)
-        if k in wanted:
+        values = {}
+        if record:
             mean, var = attention.moments(c)
-            record["rank"].append(attention.numerical_rank(p, opts["rank_tol"]))
-            record["defect"].append(attention.boolean_defect(p))
-            record["leaders"].append(attention.leader_count(p))
-            record["clusters"].append(attention.cluster_count(z, radius))
-            record["resolved"].append(attention.resolved(logits, rd.score_error(x, qk)))
-            record["coordinate_mean"].append(mean)
-            record["coordinate_var"].append(var)
-        if k in snaps:
-            record["snapshot"].append(z[..., :COORDS])
-            record["coordinate_snapshot"].append(c)
-            record["attention_snapshot"].append(p)
-    arrays = {var: torch.stack(vals, 1).double().cpu().numpy() for var, vals in record.items() if vals}
-    for var, axis in (("coordinate_mean", 2), ("coordinate_var", 2), ("coordinate_snapshot", 3)):
-        if var in arrays:
-            arrays[var] = _pad(arrays[var], modes, axis)
+            values = {"rank": attention.numerical_rank(p, opts["rank_tol"]), "defect": attention.boolean_defect(p),
+                      "leaders": attention.leader_count(p), "clusters": attention.cluster_count(z, radius),
+                      "resolved": attention.resolved(logits, rd.score_error(x, qk)), "coordinate_mean": mean,
+                      "coordinate_var": var}
+        if snapshot:
+            values.update(snapshot=z[..., :COORDS], coordinate_snapshot=c, attention_snapshot=p)
+        return values, None
+
+    arrays = driver.trajectory(y, lambda k, y, _: step(k, y), sample, steps, snap_steps)
+    for var in ("coordinate_mean", "coordinate_var"):
+        arrays[var] = driver.fit(arrays[var], {2: modes})
     if "snapshot" in arrays:
-        arrays["snapshot"] = _pad(arrays["snapshot"], COORDS, 3)
+        arrays["coordinate_snapshot"] = driver.fit(arrays["coordinate_snapshot"], {3: modes})
+        arrays["snapshot"] = driver.fit(arrays["snapshot"], {3: COORDS})
     return {var: array[:1] if lone else array for var, array in {**arrays, **static}.items()}

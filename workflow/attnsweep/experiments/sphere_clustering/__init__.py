@@ -19,7 +19,7 @@ import xarray as xr
 
 from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables
-from attnsweep.dynamics import CPU_CHUNK_MIB
+from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
@@ -127,7 +127,7 @@ class SphereClustering(Experiment):
             for d in map(int, grid["d"]):
                 record = 2 * n * n * d + 30 * n * n + (12 * n ** 3 if "boolean_rank" in opts["observables"] else 0)
                 batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
-                                      min(job.block_mib, CPU_CHUNK_MIB) << 20)
+                                      cpu_chunk_bytes(job.block_mib))
                 total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
                                        batches, job.dtype, opts["matrices"] != "identity")
         return total

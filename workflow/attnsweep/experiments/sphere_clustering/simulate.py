@@ -15,11 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 import xarray as xr
-from tqdm import tqdm
 
 from attnsweep import rng
-from attnsweep.dynamics import ensembles, observables, sphere
-from attnsweep.dynamics.times import output_steps
+from attnsweep.dynamics import driver, ensembles, observables, sphere
 from attnsweep.experiments.sphere_clustering import system_bytes
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
@@ -58,28 +56,23 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              progress: bool = True) -> xr.Dataset:
     """Every observable at every output time of every (n, d, seed, rho, beta, gamma) of ``job``."""
     grid, opts, seeds = job.grid, job.options, job.seeds
-    steps = output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"])
-    snap_steps = np.unique(np.rint(np.asarray(opts["snapshot_times"], float) / opts["dt"]).astype(np.int64))
+    steps, snap_steps = driver.recorded_steps(opts)
     systems = list(itertools.product(range(len(seeds)), range(len(grid["rho"])), range(len(grid["beta"])),
                                      range(len(grid["gamma"]))))
     shape = (len(grid["n"]), len(grid["d"]), len(seeds), len(grid["rho"]), len(grid["beta"]), len(grid["gamma"]))
     out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
     snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
     size = torch.finfo(dtype).bits // 8
-    budget = job.block_mib << 20 if device.type == "cuda" else min(job.block_mib, sphere.CPU_CHUNK_MIB) << 20
-    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
-    for (a, n), (b, d) in tqdm(points, desc=NAME, disable=not progress, mininterval=5):
-        n, d = int(n), int(d)
-        chunk = max(1, budget // system_bytes(n, d, size, opts["integrator"]))
-        for lo in range(0, len(systems), chunk):
-            index = np.array(systems[lo:lo + chunk])
-            values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
-            at = (a, b, *index.T)
-            for var, array in values.items():
-                if var == "snapshot":
-                    snapshot[at + (slice(None), slice(0, n))] = array
-                else:
-                    out[var][at] = array
+    chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
+                           driver.chunk_budget(job.block_mib, device), progress)
+    for a, b, n, d, index in chunks:
+        values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
+        at = (a, b, *index.T)
+        for var, array in values.items():
+            if var == "snapshot":
+                snapshot[at + (slice(None), slice(0, n))] = array
+            else:
+                out[var][at] = array
     coords = {"n": grid["n"], "d": grid["d"], "seed": seeds, "rho": grid["rho"], "beta": grid["beta"],
               "gamma": grid["gamma"], "t": steps * opts["dt"]}
     result = xr.Dataset({var: (DIMS, array) for var, array in out.items()}, coords=coords)
@@ -124,18 +117,14 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
         "energy": lambda g: (torch.where(beta > 0, observables.energy(g, beta), math.nan) if identity
                              else torch.full_like(beta, math.nan)),
     }
-    record: dict[str, list] = {var: [] for var in [*opts["observables"], "snapshot"]}
-    wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
-    x = x0.to(device, dtype)
-    last = int(max(steps.max(), snap_steps.max(initial=0)))
-    for k in range(last + 1):
-        gram = None
-        if k in wanted:
+
+    def sample(k: int, x: torch.Tensor, record: bool, snapshot: bool) -> tuple[dict[str, torch.Tensor], Any]:
+        values, gram = {}, None
+        if record:
             gram = observables.gram(x)
-            for var in opts["observables"]:
-                record[var].append(recorders[var](gram))
-        if k in snaps:
-            record["snapshot"].append(x[..., :2])
-        if k < last:
-            x = step(x, gram)
-    return {var: torch.stack(vals, 1).double().cpu().numpy() for var, vals in record.items() if vals}
+            values = {var: recorders[var](gram) for var in opts["observables"]}
+        if snapshot:
+            values["snapshot"] = x[..., :2]
+        return values, gram  # the step from k reuses the Gram matrix
+
+    return driver.trajectory(x0.to(device, dtype), lambda k, x, gram: step(x, gram), sample, steps, snap_steps)

@@ -1,0 +1,78 @@
+"""The driver of the three dynamics experiments (papers 001, 003, 004): which steps are recorded,
+the systems of a job cut into chunks that fit the memory budget, and the record loop.
+
+An experiment gives what is its paper's: the systems of one (n, d), the bytes one system takes,
+the step of its integrator and what it records; the driver walks them in the same order for all
+three, so a chunk's numbers do not depend on the experiment's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from attnsweep.dynamics import cpu_chunk_bytes
+from attnsweep.dynamics.times import output_steps
+
+#: ``sample(k, x, record, snapshot)``: the values recorded at step k (the observables where
+#: ``record``, the snapshots where ``snapshot``), and what the step from k may reuse (or None).
+Sample = Callable[[int, torch.Tensor, bool, bool], tuple[dict[str, torch.Tensor], Any]]
+#: ``step(k, x, reused)``: the state at step k + 1 from the state ``x`` at step k.
+Step = Callable[[int, torch.Tensor, Any], torch.Tensor]
+
+
+def recorded_steps(opts: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The integrator steps of the output times (:func:`~attnsweep.dynamics.times.output_steps`)
+    and of the snapshot times (``snapshot_times / dt``, rounded, distinct)."""
+    steps = output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"])
+    snap_steps = np.unique(np.rint(np.asarray(opts["snapshot_times"], float) / opts["dt"]).astype(np.int64))
+    return steps, snap_steps
+
+
+def chunk_budget(block_mib: int, device: torch.device) -> int:
+    """Bytes one chunk of systems may take: the job's ``block_mib`` on a GPU, at most
+    ``CPU_CHUNK_MIB`` on a CPU."""
+    return block_mib << 20 if device.type == "cuda" else cpu_chunk_bytes(block_mib)
+
+
+def chunks(name: str, grid: dict[str, list], systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
+           budget: int, progress: bool = True) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+    """``(a, b, n, d, index)`` for every (n, d) of ``grid`` (positions a, b) and every chunk of
+    ``systems`` (rows of index positions) that fits ``budget`` bytes (at least one system)."""
+    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
+    for (a, n), (b, d) in tqdm(points, desc=name, disable=not progress, mininterval=5):
+        n, d = int(n), int(d)
+        chunk = max(1, budget // system_bytes(n, d))
+        for lo in range(0, len(systems), chunk):
+            yield a, b, n, d, np.array(systems[lo:lo + chunk])
+
+
+def trajectory(x: torch.Tensor, step: Step, sample: Sample, steps: np.ndarray,
+               snap_steps: np.ndarray) -> dict[str, np.ndarray]:
+    """Integrate ``x`` (B, ...) to the last of ``steps`` and ``snap_steps``, sampling at each of
+    them; every recorded value stacked along axis 1 as float64: (B, samples, ...)."""
+    wanted, snaps = set(steps.tolist()), set(snap_steps.tolist())
+    last = int(max(steps.max(), snap_steps.max(initial=0)))
+    records: dict[str, list[torch.Tensor]] = {}
+    for k in range(last + 1):
+        reused = None
+        if k in wanted or k in snaps:
+            values, reused = sample(k, x, k in wanted, k in snaps)
+            for var, value in values.items():
+                records.setdefault(var, []).append(value)
+        if k < last:
+            x = step(k, x, reused)
+    return {var: torch.stack(values, 1).double().cpu().numpy() for var, values in records.items()}
+
+
+def fit(a: np.ndarray, sizes: dict[int, int]) -> np.ndarray:
+    """``a`` as float64, each axis of ``sizes`` cut or NaN-padded to its size (a smaller n in a
+    sweep over n, fewer coordinates than kept)."""
+    a = a[tuple(slice(0, sizes[axis]) if axis in sizes else slice(None) for axis in range(a.ndim))]
+    widths = [(0, sizes[axis] - have if axis in sizes else 0) for axis, have in enumerate(a.shape)]
+    return np.pad(a.astype(np.float64), widths, constant_values=np.nan)
