@@ -15,6 +15,18 @@ CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
 SKIPPED: list[tuple[str, str]] = []
 
 
+def readme_files(section: str) -> dict[str, str]:
+    """The fenced code blocks of the README's ``section`` (its ``## `` heading line) whose first
+    line is ``# PATH``: PATH -> the rest of the block. Tests that follow a README recipe build
+    their files from these, so the recipe cannot drift from what is tested."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index(f"\n{section}\n")
+    body = text[start:text.find("\n## ", start + 1)]
+    return {m["path"]: m["body"] for m in re.finditer(r"```\w+\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", body, re.S)}
+
+
 def tiny(experiment: str) -> dict:
     """The tiny config of an experiment (test_slurm runs the same on SLURM)."""
     return yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())

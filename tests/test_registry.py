@@ -11,7 +11,6 @@ with pip, runs through the workflow to its boundary and figure; a broken one is 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import readme_files
 from figcheck import check_figure
 
 from attnsweep import registry
@@ -31,7 +31,6 @@ from attnsweep.store import open_store
 
 EXPERIMENTS = registry.names()
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -87,13 +86,6 @@ def test_schema_command_prints_the_composed_schema() -> None:
     bad = subprocess.run([*run, "mixture"], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr
 
-
-def readme_files(section: str) -> dict[str, str]:
-    """The fenced code blocks of the README's ``section`` whose first line is ``# PATH``: PATH -> text."""
-    text = README.read_text()
-    start = text.index(f"\n{section}\n")
-    body = text[start:text.index("\n## ", start + 1)]
-    return {m["path"]: m["body"] for m in re.finditer(r"```\w+\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", body, re.S)}
 
 
 @pytest.mark.slow

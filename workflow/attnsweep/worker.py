@@ -294,7 +294,9 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
     server.listen(64)
     server.settimeout(idle_s)
     children: set[int] = set()
+    served = 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    _log(f"pid {os.getpid()} serving the jobs of {results}")
     try:
         while True:
             try:
@@ -335,6 +337,7 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
                 finally:  # never fall back into the server's loop or its cleanup
                     os._exit(1)
             children.add(pid)
+            served += 1
             conn.close()
             for fd in fds:
                 os.close(fd)
@@ -342,6 +345,7 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
     finally:
         server.close()
         Path(path).unlink(missing_ok=True)
+        _log(f"pid {os.getpid()} stopped after serving {served} requests")
 
 
 def _reap(children: set[int]) -> set[int]:

@@ -1,0 +1,115 @@
+"""attnsweep as a Snakemake module under a user's own project (README: "Your own rules on top").
+
+The project is built from the README's blocks as they stand, beside a link named ``attnsweep``
+to this repository, and run with the README's command. Truths: the user's table equals the last
+output time of the seed mean recomputed here from sweep.zarr; Snakemake plans nothing on a
+second run; a grown grid reruns the user's rule and its table gains the value; the worker log
+shows the warm server served the jobs and stopped; the simulate override reached the jobs
+(``torch_threads``); while the module run holds the results, a second claim is refused.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import readme_files
+
+from attnsweep.errors import ConfigError
+from attnsweep.lock import claim
+from attnsweep.store import open_store
+
+REPO = Path(__file__).resolve().parents[1]
+SECTION = "## Your own rules on top (a Snakemake module)"
+
+pytestmark = pytest.mark.slow
+
+
+def readme_command() -> list[str]:
+    """The README's command, with this interpreter for the venv's snakemake."""
+    text = (REPO / "README.md").read_text()
+    body = text[text.index(f"\n{SECTION}\n"):]
+    line = next(ln for ln in body.splitlines() if ln.startswith("../attnsweep/.venv/bin/snakemake "))
+    return [sys.executable, "-m", "snakemake", *shlex.split(line)[1:]]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("module")
+    (root / "attnsweep").symlink_to(REPO)
+    user = root / "my-sweep"
+    for path, body in readme_files(SECTION).items():
+        (user / path).parent.mkdir(parents=True, exist_ok=True)
+        (user / path).write_text(body)
+    return user
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*readme_command(), *args], cwd=project, capture_output=True, text=True, timeout=600)
+
+
+def expected_table(project: Path) -> pd.DataFrame:
+    """Seed mean of clustered at the last output time, per (d, beta), from sweep.zarr's per-seed data."""
+    sweep = open_store(project / "results/sphere_clustering/sweep.zarr").load()
+    final = sweep["clustered"].isel(t=-1).mean("seed").squeeze(["n", "rho", "gamma"], drop=True)
+    return final.to_dataframe().reset_index()[["d", "beta", "clustered"]]
+
+
+def test_user_rule_runs_on_the_sweep_and_reruns_when_the_grid_grows(project: Path) -> None:
+    done = run(project)
+    assert done.returncode == 0, done.stderr[-4000:]
+    table = pd.read_csv(project / "tables/clustered_final.csv")
+    np.testing.assert_allclose(table[["d", "beta", "clustered"]].to_numpy(), expected_table(project).to_numpy(),
+                               rtol=1e-6)
+    assert (project / "results/sphere_clustering/figures/boundary.png").exists()  # attnsweep's own targets
+    log = (project / "logs/worker.log").read_text()
+    served = [int(w) for w in log.split() if w.isdigit()][-1:]  # "... stopped after serving N requests"
+    assert "stopped after serving" in log.splitlines()[-1] and served and served[0] >= 2, log
+    runs = sorted((project / "results/sphere_clustering/runs").rglob("*.zarr"))
+    assert runs and all(open_store(r).attrs["torch_threads"] == 2 for r in runs)  # use rule ... with: threads
+
+    again = run(project, "--dry-run")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+
+    config = project / "config/config.yaml"
+    grown = yaml.safe_load(config.read_text())
+    grown["experiments"]["sphere_clustering"]["beta"] = [0.5, 2.0, 4.0]
+    config.write_text(yaml.safe_dump(grown))
+    plan = run(project, "--dry-run")
+    assert "clustered_final" in plan.stdout, plan.stdout[-3000:]
+    done = run(project)
+    assert done.returncode == 0, done.stderr[-4000:]
+    table = pd.read_csv(project / "tables/clustered_final.csv")
+    assert sorted(set(table["beta"])) == [0.5, 2.0, 4.0]
+    np.testing.assert_allclose(table[["d", "beta", "clustered"]].to_numpy(), expected_table(project).to_numpy(),
+                               rtol=1e-6)
+
+
+def test_the_module_run_holds_the_results_lock(project: Path, tmp_path: Path) -> None:
+    """The user's onstart calls attnsweep's: while that run lives, its results cannot be claimed."""
+    results = project / "results"
+    config = project / "config/config.yaml"
+    section = yaml.safe_load(config.read_text())
+    section["experiments"]["sphere_clustering"]["seeds"] = 3  # new work: the run must do jobs
+    config.write_text(yaml.safe_dump(section))
+    proc = subprocess.Popen(readme_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        lock = results / ".attnsweep.lock"
+        deadline = time.monotonic() + 120
+        while f"snakemake pid {proc.pid} " not in (lock.read_text() if lock.exists() else ""):
+            assert proc.poll() is None, f"the run ended before it took the lock:\n{proc.stderr.read()[-3000:]}"
+            assert time.monotonic() < deadline, "no lock after 120 s"
+            time.sleep(0.02)
+        with pytest.raises(ConfigError, match=f"in use by snakemake pid {proc.pid} "):
+            claim(results).close()
+    finally:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+    claim(results).close()  # released with the run
