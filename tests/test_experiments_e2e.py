@@ -11,7 +11,9 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
 - grow a batched axis and add a value of a fanned-out one: only the new blocks are planned;
   kill -9 of the whole process tree at a seeded random moment of that run's simulate, then
   resume: no old store is rewritten, and the aggregates equal a from-scratch, uninterrupted
-  run of the grown config bit for bit (one test: each step alone would cost a whole run more).
+  run of the grown config bit for bit (one test: each step alone would cost a whole run more);
+- every experiment's aggregate stores and boundary.csv against the output contract written in
+  workflow/OUTPUTS.md (variables, dims, units, long_name, common attrs, columns).
 """
 
 from __future__ import annotations
@@ -244,3 +246,53 @@ def test_grow_then_kill_9_then_resume(reference: tuple[str, Path], tmp_path: Pat
         assert_same_store(work / "results" / experiment / name, fresh / "results" / experiment / name)
     csv = data_target(experiment)
     assert (work / csv).read_bytes() == (fresh / csv).read_bytes()
+
+
+def output_contract() -> dict[str, dict[str, dict]]:
+    """workflow/OUTPUTS.md as {experiment: {store: {variable: (dims, units, long_name, required)}},
+    with ``boundary.csv`` -> its list of columns."""
+    text = (Path(__file__).resolve().parents[1] / "workflow" / "OUTPUTS.md").read_text()
+    contract: dict[str, dict[str, dict]] = {}
+    experiment = store = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            experiment = line[3:].strip()
+            contract[experiment] = {}
+        elif line.startswith("### ") and experiment:
+            store = line[4:].strip().strip("`")
+            contract[experiment][store] = {}
+        elif experiment and store == "boundary.csv" and line.startswith("Columns: "):
+            contract[experiment][store] = re.findall(r"`([^`]+)`", line)
+        elif experiment and store and line.startswith("| `"):
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            name = re.match(r"`([^`]+)`", cells[0]).group(1)
+            required = "(with" not in cells[0]
+            contract[experiment][store][name] = (tuple(cells[1].split(", ")), cells[2], cells[3], required)
+    return contract
+
+
+COMMON_ATTRS = {"experiment", "paper", "dtype", "step", "attnsweep_version", "git_commit", "torch_version",
+                "numpy_version", "xarray_version", "python_version", "hostname"}
+
+
+@pytest.mark.parametrize("experiment", registry.names())
+def test_stores_keep_the_output_contract(experiment: str, tiny_run: Callable[[str], Path]) -> None:
+    """Every aggregate store of the tiny run against workflow/OUTPUTS.md: the same variables (those
+    marked "(with ...)" may be absent), each with the documented dims, units and long_name."""
+    contract = output_contract()[experiment]
+    out = tiny_run(experiment) / "results" / experiment
+    problems = []
+    for store in AGGREGATES:
+        ds = open_store(out / store)
+        documented = contract[store]
+        problems += [f"{store}: {v} is not documented" for v in ds.data_vars if v not in documented]
+        problems += [f"{store}: {v} is missing" for v, spec in documented.items() if spec[3] and v not in ds]
+        for v in set(ds.data_vars) & set(documented):
+            have = (ds[v].dims, ds[v].attrs.get("units"), ds[v].attrs.get("long_name"))
+            if have != documented[v][:3]:
+                problems.append(f"{store}: {v} is {have}, documented {documented[v][:3]}")
+        problems += [f"{store}: no attr {a}" for a in sorted(COMMON_ATTRS - set(ds.attrs))]
+    columns = list(pd.read_csv(out / "boundary.csv").columns)
+    if columns != contract["boundary.csv"]:
+        problems.append(f"boundary.csv columns {columns}, documented {contract['boundary.csv']}")
+    assert problems == []

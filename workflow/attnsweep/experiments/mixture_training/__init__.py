@@ -284,9 +284,15 @@ class MixtureTraining(Experiment):
         if len(Ks) > 1:
             for index in np.ndindex(*fits.shape[:-1]):
                 fits[index] = theory.bootstrap_fit(Ks, est[(slice(None), *index)], boot[(slice(None), *index)])
+        fitted = {"B": "slope B", "K0": "intercept K_0"}
         for i, name in enumerate(("B", "K0", "B_low", "B_high", "K0_low", "K0_high")):
-            out[f"fit_{name}"] = (fit_dims, fits[..., i])
+            symbol, _, end = name.partition("_")
+            what = f"{fitted[symbol]} of the fit t* = B (K - K_0) over K"
+            quantile = {"low": "2.5%", "high": "97.5%"}.get(end)
+            long_name = f"{quantile} bootstrap-over-seeds quantile of the {what}" if quantile else what
+            out[f"fit_{name}"] = (fit_dims, fits[..., i], {"long_name": long_name, "units": "1"})
         out["t_score"].attrs.update(long_name="first flow time with seed-mean s_same (+ head) >= 1", units="1")
+        out.attrs.update(summary.attrs)
         table = out.to_dataframe().reset_index()
         table["mode"] = [summary.attrs["mode_names"].split()[i] for i in table["mode"]]
         table["engine"] = [summary.attrs["engine_names"].split()[i] for i in table["engine"]]
