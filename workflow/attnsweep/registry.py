@@ -194,11 +194,12 @@ class Experiment(ABC):
         """
         return dict(options)
 
-    @abstractmethod
-    def simulate(
-        self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True
-    ) -> xr.Dataset:
-        """Run one job: a Dataset with every axis and ``seed`` as dimensions."""
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        """Run one job: a Dataset with every axis and ``seed`` as dimensions. By default the
+        function ``simulate(job, axes, device, dtype, progress)`` of the package's ``simulate``
+        module, imported here: torch is imported by jobs, never by the planner."""
+        module = importlib.import_module(f"{type(self).__module__}.simulate")
+        return module.simulate(job, self.axes, device, dtype, progress)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         """Records one system keeps (output times, recorded steps, snapshots), by the option key

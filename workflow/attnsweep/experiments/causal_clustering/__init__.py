@@ -19,7 +19,7 @@ apart). A centre captures itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,9 +32,6 @@ from attnsweep.dynamics.times import check_times
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
-
-if TYPE_CHECKING:
-    import torch
 
 #: V of the five classes of Table 1 (Fig. 1 a-e; the paper gives only the spectra, notes 003 s6).
 VALUES = {
@@ -98,11 +95,6 @@ class CausalClustering(Experiment):
 
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         check_times(options, grid, prefix)
-
-    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
-        from attnsweep.experiments.causal_clustering import simulate  # torch: in jobs, not at planning
-
-        return simulate.simulate(job, self.axes, device, dtype, progress)
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,

@@ -15,7 +15,7 @@ the dtype to run it in (scores grow like e^{2 lambda_1 t}; notes 004 s6).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,9 +29,6 @@ from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
-
-if TYPE_CHECKING:
-    import torch
 
 LEVEL = 0.5  # the boundary: the seed-mean Boolean defect falls below 1/2
 BAND = (0.9, 0.1)  # the defect levels that show how long the transition to a Boolean P takes
@@ -126,11 +123,6 @@ class ClusterEmergence(Experiment):
         if opts["query_key"] != "fixed":
             opts.update(q=None, k=None)
         return opts
-
-    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
-        from attnsweep.experiments.cluster_emergence import simulate  # torch: in jobs, not at planning
-
-        return simulate.simulate(job, self.axes, device, dtype, progress)
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,

@@ -10,7 +10,7 @@ Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coo
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,9 +22,6 @@ from attnsweep.experiments.critical_scaling import theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
-
-if TYPE_CHECKING:
-    import torch
 
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, notes 000 s6 (Eq. 20), not 1/2.
 
@@ -59,13 +56,6 @@ class CriticalScaling(Experiment):
     default_wildcards = ("n", "d", "seed")
     targets = (Target("gamma_star_lambda", crossing="gamma", curves=("rho",)),
                Target("gamma_star_eta", crossing="gamma", curves=("rho",)))
-
-    def simulate(
-        self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True
-    ) -> xr.Dataset:
-        from attnsweep.experiments.critical_scaling import simulate  # torch: in jobs, not at planning
-
-        return simulate.simulate(job, self.axes, device, dtype, progress)
 
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """Options without effect on a job's grid become None (``probes`` under exact eta,

@@ -16,7 +16,7 @@ below (1/2) log 2, with a bootstrap interval over seeds, and the fit t* = B (K -
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,9 +27,6 @@ from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
-
-if TYPE_CHECKING:
-    import torch
 
 MODES = ("joint", "three_stage", "attention_only")
 SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
@@ -132,11 +129,6 @@ class MixtureTraining(Experiment):
 
             opts["image_sha256"] = images.fingerprint(opts["image_file"])
         return opts
-
-    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
-        from attnsweep.experiments.mixture_training import simulate  # torch: in jobs, not at planning
-
-        return simulate.simulate(job, self.axes, device, dtype, progress)
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """The forward and backward of one batch, the recorded arrays (float64, twice: the batch's

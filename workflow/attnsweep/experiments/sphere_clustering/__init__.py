@@ -11,7 +11,7 @@ hitting time of gamma_beta(t) (Theorem 6.8).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,9 +25,6 @@ from attnsweep.errors import ConfigError
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
-
-if TYPE_CHECKING:
-    import torch
 
 LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (notes 001 s6)
 BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone
@@ -90,11 +87,6 @@ class SphereClustering(Experiment):
         if opts["matrices"] != "fixed":
             opts.update(q=None, k=None, v=None)
         return opts
-
-    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
-        from attnsweep.experiments.sphere_clustering import simulate  # torch: in jobs, not at planning
-
-        return simulate.simulate(job, self.axes, device, dtype, progress)
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded observables
