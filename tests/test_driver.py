@@ -34,10 +34,12 @@ def test_trajectory_samples_exactly_the_recorded_steps_and_hands_over_reuse() ->
 def test_chunks_cut_every_point_into_budgeted_runs_of_systems() -> None:
     grid = {"n": [4, 8], "d": [2]}
     systems = [(i,) for i in range(5)]
-    got = [(a, b, n, d, index[:, 0].tolist())
-           for a, b, n, d, index in driver.chunks("t", grid, systems, lambda n, d: n * d, 16, progress=False)]
-    assert got == [(0, 0, 4, 2, [0, 1]), (0, 0, 4, 2, [2, 3]), (0, 0, 4, 2, [4]),
-                   (1, 0, 8, 2, [0]), (1, 0, 8, 2, [1]), (1, 0, 8, 2, [2]), (1, 0, 8, 2, [3]), (1, 0, 8, 2, [4])]
+    got = [(at[:2], n, d, index[:, 0].tolist())
+           for at, n, d, index in driver.chunks("t", grid, systems, lambda n, d: n * d, 16, progress=False)]
+    assert got == [((0, 0), 4, 2, [0, 1]), ((0, 0), 4, 2, [2, 3]), ((0, 0), 4, 2, [4]), ((1, 0), 8, 2, [0]),
+                   ((1, 0), 8, 2, [1]), ((1, 0), 8, 2, [2]), ((1, 0), 8, 2, [3]), ((1, 0), 8, 2, [4])]
+    at, _, _, index = next(driver.chunks("t", grid, systems, lambda n, d: n * d, 16, progress=False))
+    np.testing.assert_array_equal(np.arange(10).reshape(2, 1, 5)[at], [0, 1])  # at picks the chunk's systems
 
 
 def test_chunk_budget_caps_the_cpu_only() -> None:

@@ -41,15 +41,17 @@ def chunk_budget(block_mib: int, device: torch.device) -> int:
 
 
 def chunks(name: str, grid: dict[str, list], systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
-           budget: int, progress: bool = True) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
-    """``(a, b, n, d, index)`` for every (n, d) of ``grid`` (positions a, b) and every chunk of
-    ``systems`` (rows of index positions) that fits ``budget`` bytes (at least one system)."""
+           budget: int, progress: bool = True) -> Iterator[tuple[tuple, int, int, np.ndarray]]:
+    """``(at, n, d, index)`` for every (n, d) of ``grid`` and every chunk of ``systems`` (rows of
+    index positions) that fits ``budget`` bytes (at least one system); ``at`` indexes the chunk's
+    systems in arrays of shape (len(n), len(d), *system axes)."""
     points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
     for (a, n), (b, d) in tqdm(points, desc=name, disable=not progress, mininterval=5):
         n, d = int(n), int(d)
         chunk = max(1, budget // system_bytes(n, d))
         for lo in range(0, len(systems), chunk):
-            yield a, b, n, d, np.array(systems[lo:lo + chunk])
+            index = np.array(systems[lo:lo + chunk])
+            yield (a, b, *index.T), n, d, index
 
 
 def trajectory(x: torch.Tensor, step: Step, sample: Sample, steps: np.ndarray,

@@ -85,9 +85,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     size = torch.finfo(dtype).bits // 8
     chunks = driver.chunks(NAME, grid, systems, lambda n, d: chunk_bytes(n, d, size, opts["integrator"], captures),
                            driver.chunk_budget(job.block_mib, device), progress)
-    for a, b, n, d, index in chunks:
+    for at, n, d, index in chunks:
         for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
-            at = (a, b, *index.T)
             out[var][at] = driver.fit(array, dict(enumerate(out[var][at].shape)))
     coords = {"n": grid["n"], "d": grid["d"], "beta": grid["beta"], "seed": seeds, "value": np.arange(len(values)),
               "causal": [int(m == "causal") for m in masks], "t": steps * opts["dt"],

@@ -204,10 +204,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     size = torch.finfo(dtype).bits // 8
     chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
                            driver.chunk_budget(job.block_mib, device), progress)
-    for a, b, n, d, index in chunks:
-        values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
-        at = (a, b, *index.T)
-        for var, array in values.items():
+    for at, n, d, index in chunks:
+        for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
             out[var][at] = array
     coords = {"n": grid["n"], "d": grid["d"], "scale": grid["scale"], "seed": seeds, "t": steps * opts["dt"],
               "mode": np.arange(modes), "coord": np.arange(COORDS), "sign": list(SIGNS)}

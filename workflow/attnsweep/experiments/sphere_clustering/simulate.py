@@ -65,10 +65,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     size = torch.finfo(dtype).bits // 8
     chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
                            driver.chunk_budget(job.block_mib, device), progress)
-    for a, b, n, d, index in chunks:
-        values = integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype)
-        at = (a, b, *index.T)
-        for var, array in values.items():
+    for at, n, d, index in chunks:
+        for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
             if var == "snapshot":
                 snapshot[at + (slice(None), slice(0, n))] = array
             else:
