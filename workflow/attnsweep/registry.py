@@ -137,7 +137,6 @@ class Experiment(ABC):
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
-    figures_module : the module of the figure functions (default: ``figures`` in the experiment's package).
 
     ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
@@ -151,7 +150,6 @@ class Experiment(ABC):
     default_wildcards: ClassVar[tuple[str, ...]]
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
-    figures_module: ClassVar[str | None] = None
 
     def config_schema(self) -> dict[str, Any]:
         """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
@@ -229,9 +227,9 @@ class Experiment(ABC):
         """The figures this experiment draws for a grid and options (captions may name both)."""
 
     def draw(self, function: str, params: dict[str, Any], summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        """A figure from the reduced data: ``function(summary, boundary, **params)`` of the module
-        ``figures_module`` (a :class:`FigureSpec`'s ``draw`` and ``params``)."""
-        module = importlib.import_module(self.figures_module or f"{type(self).__module__}.figures")
+        """A figure from the reduced data (a :class:`FigureSpec`'s ``draw`` and ``params``): by default
+        ``function(summary, boundary, **params)`` of the package's ``figures`` module."""
+        module = importlib.import_module(f"{type(self).__module__}.figures")
         draw = getattr(module, function, None)
         if draw is None:
             raise KeyError(f"{self.name} draws no figure {function!r}: {module.__name__} has no such function")
