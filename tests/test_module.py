@@ -5,12 +5,15 @@ to this repository, and run with the README's command. Truths: the user's table 
 output time of the seed mean recomputed here from sweep.zarr; Snakemake plans nothing on a
 second run; a grown grid reruns the user's rule and its table gains the value; the worker log
 shows the warm server served the jobs and stopped; the simulate override reached the jobs
-(``torch_threads``); while the module run holds the results, a second claim is refused.
+(``torch_threads``, the planned resources); a copy of the profile in the project is taken by a
+plain ``snakemake``; while the module run holds the results, a second claim is refused.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -51,8 +54,15 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return user
 
 
-def run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*readme_command(), *args], cwd=project, capture_output=True, text=True, timeout=600)
+def run(project: Path, *args: str, command: list[str] | None = None) -> subprocess.CompletedProcess:
+    command = readme_command() if command is None else command
+    return subprocess.run([*command, *args], cwd=project, capture_output=True, text=True, timeout=600)
+
+
+def simulate_resources(plan: str) -> list[dict[str, str]]:
+    """The resources of every attnsweep_simulate job a dry run plans."""
+    jobs = [job for job in plan.split("\nrule ")[1:] if job.startswith("attnsweep_simulate:")]
+    return [dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", job)[1].split(", ")) for job in jobs]
 
 
 def expected_table(project: Path) -> pd.DataFrame:
@@ -75,8 +85,11 @@ def test_user_rule_runs_on_the_sweep_and_reruns_when_the_grid_grows(project: Pat
     runs = sorted((project / "results/sphere_clustering/runs").rglob("*.zarr"))
     assert runs and all(open_store(r).attrs["torch_threads"] == 2 for r in runs)  # use rule ... with: threads
 
-    again = run(project, "--dry-run")
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+    shutil.copytree(REPO / "profiles/default", project / "profiles/default")  # the README's other way
+    again = run(project, "--dry-run", command=[sys.executable, "-m", "snakemake"])
+    said = again.stdout + again.stderr
+    assert again.returncode == 0 and "Nothing to be done" in said, said[-2000:]
+    assert "Using workflow specific profile profiles/default " in said, said[-2000:]
 
     config = project / "config/config.yaml"
     grown = yaml.safe_load(config.read_text())
@@ -84,6 +97,9 @@ def test_user_rule_runs_on_the_sweep_and_reruns_when_the_grid_grows(project: Pat
     config.write_text(yaml.safe_dump(grown))
     plan = run(project, "--dry-run")
     assert "clustered_final" in plan.stdout, plan.stdout[-3000:]
+    planned = simulate_resources(plan.stdout)  # the override's resources, the original's runtime estimate
+    assert planned and all(r["mem_mb"] == "2000" and r["gpu"] == "0" and int(r.get("runtime", 0)) > 0
+                           for r in planned), planned
     done = run(project)
     assert done.returncode == 0, done.stderr[-4000:]
     table = pd.read_csv(project / "tables/clustered_final.csv")
