@@ -83,6 +83,93 @@ def test_trajectories_of_x_and_z_give_the_same_p() -> None:
     assert gap < 1e-9, gap
 
 
+# ------------------------------------------------------------------ Remark 3.4 and Eq. 12.1
+
+
+def test_discrete_map_is_the_rescaled_euler_map() -> None:
+    """Remark 3.4: the map's z^[k] equals R^{-k} x^[k], x^[k] the Euler steps of Eq. 1.3 (Eq. 1.1
+    with dt), R = I + V dt: random V and Q^T K, 30 steps."""
+    x0, v, qk, h = 2 * uniform(3, 12, 3, seed=30), uniform(3, 3, 3, seed=31), uniform(3, 3, 3, seed=32), 0.1
+    xs = trajectory(x0, "original", qk, v, h, 30, "euler")
+    zs = trajectory(x0, "discrete", qk, v, h, 30, "euler")
+    for k in (1, 10, 30):
+        expected = torch.linalg.solve(rd.powers(v, h, k), xs[k].mT).mT
+        torch.testing.assert_close(zs[k], expected, rtol=1e-9, atol=1e-9 * expected.abs().max().item())
+        p = rd.attention_at("discrete", k * h, zs[k], qk, v, h)
+        torch.testing.assert_close(p, rd.attention(xs[k], qk), rtol=0, atol=1e-9)
+
+
+def test_discrete_map_for_v_identity_moves_into_the_hull() -> None:
+    """Remark 3.4, V = I: z^[k+1] = (z^[k] + dt P z^[k]) / (1 + dt), inside conv{z^[k]}, so every
+    support function max_i <u, z_i^[k]> is non-increasing."""
+    z0, h = 2 * uniform(4, 10, 2, seed=33), 0.5
+    v = eye(4, 2)
+    zs = trajectory(z0, "discrete", None, v, h, 20, "euler")
+    for k in (0, 7):
+        p = rd.attention_at("discrete", k * h, zs[k], None, v, h)
+        torch.testing.assert_close(zs[k + 1], (zs[k] + h * p @ zs[k]) / (1 + h), rtol=1e-12, atol=1e-12)
+    u = torch.nn.functional.normalize(uniform(64, 2, seed=34), dim=-1)
+    support = torch.stack([attention.support(z, u) for z in zs])
+    assert (torch.diff(support, dim=0) <= 1e-12).all() and (support[-1] < support[0] - 1e-3).any()
+
+
+def test_discrete_map_tends_to_eq_3_1_at_first_order() -> None:
+    """Remark 3.4 as dt -> 0: z^[T/dt] approaches RK4 on Eq. 3.1 (h = 1e-3) with an error that
+    halves with dt (Euler is first order), random symmetric V, Q = K = I, T = 1."""
+    z0, m = uniform(2, 8, 2, seed=35), uniform(2, 2, 2, seed=36)
+    v = (m + m.mT) / 2
+    reference = trajectory(z0, "rescaled", None, v, 1e-3, 1000)[-1]
+    errors = np.array([(trajectory(z0, "discrete", None, v, h, round(1 / h), "euler")[-1] - reference).abs().max()
+                       for h in (0.1, 0.05, 0.025, 0.0125)])
+    ratios = errors[:-1] / errors[1:]
+    assert np.all((ratios > 1.7) & (ratios < 2.3)), ratios
+    assert errors[-1] < 2 * 0.0125, errors  # O(dt) with a constant of order 1
+
+
+def test_relu_with_identity_weight_only_moves_tokens_up() -> None:
+    """Eq. 12.1, sigma = ReLU, W = I: z_i' >= 0 entrywise, so every coordinate of every token is
+    non-decreasing along RK4 (positive stage weights), and some do increase."""
+    z0, m = 5 * uniform(3, 20, 2, seed=37), uniform(3, 2, 2, seed=38)
+    step = rd.stepper("nonlinear", "rk4", None, (m + m.mT) / 2, 0.1, "relu")
+    states = [z0]
+    for k in range(50):
+        states.append(step(k, states[-1]))
+    moves = torch.diff(torch.stack(states), dim=0)
+    assert (moves >= 0).all() and (moves > 1e-3).any()
+
+
+def test_relu_with_random_weight_moves_tokens_in_the_cone_of_w() -> None:
+    """Eq. 12.1, sigma = ReLU, W random: every displacement z_i(T) - z_i(0) lies in the cone
+    W R_+^d, i.e. W^{-1}(z_i(T) - z_i(0)) >= 0 (W outside sigma, not inside)."""
+    z0, m, w = 5 * uniform(3, 20, 2, seed=39), uniform(3, 2, 2, seed=40), uniform(3, 2, 2, seed=41)
+    step = rd.stepper("nonlinear", "rk4", None, (m + m.mT) / 2, 0.1, "relu", w)
+    z = z0
+    for k in range(50):
+        z = step(k, z)
+    coefficients = torch.linalg.solve(w[:, None], (z - z0)[..., None])[..., 0]
+    assert (coefficients >= -1e-10).all() and (coefficients > 1e-3).any()
+
+
+def test_tanh_bounds_the_speed_and_is_eq_3_1_for_small_tokens() -> None:
+    """Eq. 12.1, sigma = tanh, W = I: |z_i(T) - z_i(0)|_inf <= T (|tanh| < 1); and for tokens of
+    size eps it is Eq. 3.1 up to tanh(u) - u = O(u^3): the gap to Eq. 3.1, relative to eps, falls
+    4-fold when eps halves (V > 0, so that z stays of size eps)."""
+    z0, m = uniform(2, 10, 2, seed=42), uniform(2, 2, 2, seed=43)
+    v = 3 * m @ m.mT + eye(2, 2)
+
+    def run(equation: rd.Equation, scale: float, steps: int = 20) -> torch.Tensor:
+        step = rd.stepper(equation, "rk4", None, v, 0.1, "tanh" if equation == "nonlinear" else None)
+        z = scale * z0
+        for k in range(steps):
+            z = step(k, z)
+        return z
+
+    assert ((run("nonlinear", 20.0) - 20 * z0).abs().amax(-1) <= 2.0).all()
+    gaps = np.array([((run("nonlinear", e) - run("rescaled", e)).abs().max() / e).item() for e in (0.1, 0.05, 0.025)])
+    ratios = gaps[:-1] / gaps[1:]
+    assert np.all((ratios > 3.3) & (ratios < 4.7)), (gaps, ratios)
+
+
 # ------------------------------------------------------------------ invariants of the theorems
 
 
@@ -324,6 +411,10 @@ def test_theory_on_hand_made_clouds() -> None:
     assert theory.hull_vertices(line).tolist() == [0, 1] and theory.limit_fraction(line, 1e-9) == 1.0
     c = np.array([[-2.0], [-1.99], [0.001], [0.7], [3.0]])  # Theorem 4.2: {a, 0, b}
     assert theory.limit_fraction(c, 0.02) == pytest.approx(4 / 5)
+    assert theory.levels(c[:, 0], 0.02) == 4 and theory.levels(c[:, 0], 1.0) == 3  # {-2, -1.99}, {0, 0.7}, {3}
+    assert theory.orthant_fraction(square - [0.0, 0.5], 1e-12) == pytest.approx(4 / 6)
+    assert theory.orthant_fraction(square - [0.0, 0.5], 0.5) == 1.0
+    assert theory.contraction(square / 4, square) == pytest.approx(0.25)
     spectra = [[1, 1, -0.5], [1.35, -0.07], [1, 0.1 + 0.08j, 0.1 - 0.08j], [-1, -2], [1, -1], [1, 1, 1],
                [0.1 + 1j, 0.1 - 1j, 0.05]]
     assert [int(theory.dominant_multiplicity(s)) for s in spectra] == [2, 1, 1, 0, 0, 3, 0]
@@ -354,6 +445,12 @@ def plan(section: dict, **top: object):
         ({"dt": 20.0}, "dt"),
         ({"d": [0]}, "d"),
         ({"scale": [0.0]}, "scale"),
+        ({"equation": "nonlinear", "basis": "standard"}, "activation"),
+        ({"activation": "relu"}, "activation"),
+        ({"weight": "uniform"}, "weight"),
+        ({"equation": "nonlinear", "activation": "tanh"}, "basis"),
+        ({"equation": "discrete"}, "integrator"),
+        ({"equation": "implicit"}, "equation"),
     ],
 )
 def test_bad_options_are_refused_naming_the_key(patch: dict, key: str) -> None:
@@ -402,6 +499,46 @@ def test_eigen_and_standard_bases_give_the_same_run() -> None:
         np.testing.assert_allclose(runs["eigen"][var].values, runs["standard"][var].values, rtol=1e-8, atol=1e-10,
                                    err_msg=var)
     assert (runs["eigen"]["resolved"] == 1).all()
+
+
+def test_queries_and_keys_of_the_snapshots_give_p() -> None:
+    """Fig. 4's clouds: softmax_j <Q x_i, K x_j> of the stored query and key snapshots (d = 2:
+    every coordinate kept) is the stored P, for random Q = G G^T / d > 0, K = I and V > 0."""
+    from attnsweep.registry import get
+
+    section = {"n": [9], "d": [2], "scale": [2.0], "seeds": 2, "t_max": 2.0, "outputs": 3, "value": "gram",
+               "query_key": "gram", "snapshot_times": [0.0, 1.0, 2.0]}
+    (spec,) = plan(section).jobs().values()
+    run = get("cluster_emergence").simulate(spec, torch.device("cpu"), F64, progress=False)
+    q, k = (torch.from_numpy(run[var].values[..., :2]) for var in ("query_snapshot", "key_snapshot"))
+    expected = torch.softmax(q @ k.mT, dim=-1).numpy()
+    np.testing.assert_allclose(run["attention_snapshot"].values, expected, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(q, k)  # Q != K: the two clouds differ
+
+
+@pytest.mark.parametrize("activation, weight", [("relu", None), ("tanh", "identity"), ("relu", "uniform")])
+def test_eq_12_1_through_the_experiment(activation: str, weight: str | None) -> None:
+    """equation: nonlinear in a simulate job: ReLU with W = I only moves tokens up (every stored
+    coordinate non-decreasing between snapshots), tanh with W = I moves none faster than 1, a
+    random W lets them move down; the theory records the observables of Fig. 18."""
+    from attnsweep.registry import get
+
+    section = {"n": [12], "d": [2], "scale": [5.0], "seeds": 2, "t_max": 3.0, "outputs": 4, "value": "symmetric",
+               "equation": "nonlinear", "activation": activation, "weight": weight, "basis": "standard",
+               "snapshot_times": [0.0, 1.0, 3.0]}
+    (spec,) = plan(section).jobs().values()
+    experiment = get("cluster_emergence")
+    run = experiment.simulate(spec, torch.device("cpu"), F64, progress=False)
+    z = run["snapshot"].values[..., :2]
+    steps = np.diff(z, axis=-3)
+    if weight == "uniform":
+        assert (steps < -1e-6).any()
+    elif activation == "relu":
+        assert (steps >= 0).all() and (steps > 1e-3).any()
+    else:
+        assert (np.abs(z[..., -1, :, :] - z[..., 0, :, :]) <= 3.0).all()
+    checks = experiment.theory(run)
+    assert 0 <= float(checks["orthant_fraction"].squeeze()) <= 1 and float(checks["contraction"].squeeze()) > 0
 
 
 @pytest.mark.slow

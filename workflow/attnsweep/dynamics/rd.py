@@ -11,6 +11,19 @@ Rescaled tokens z_i = e^{-tV} x_i, Eq. 3.1 (the paper's surrogate for layer norm
 the same P(t) as for x, and a non-autonomous field: e^{tV} is evaluated at every stage time
 (``torch.linalg.matrix_exp``, batched over systems).
 
+Discrete rescaling, Remark 3.4: with R = I + V dt, z^[k] = R^{-k} x^[k] of the Euler map of
+Eq. 1.3 satisfies::
+
+    z_i^[k+1] = z_i^[k] + dt sum_j P_ij^[k] R^{-1} V (z_j^[k] - z_i^[k]),   scores <Q R^k z_i, K R^k z_j>,
+
+the Transformer's own residual steps in the rescaled variable (-> Eq. 3.1 as dt -> 0).
+
+Nonlinear extension, Eq. 12.1 (Section 12.2, Fig. 18): a 2-layer network on the attention term,
+
+    z_i' = W sigma( V sum_j P_ij (z_j - z_i) ),   P as in Eq. 3.1,
+
+with sigma in {ReLU, tanh} acting on the tokens' coordinates and W (d, d) (None: I).
+
 Row convention as in :mod:`.sphere`: tokens (B, n, d) with token i in row i; ``qk`` (B, d, d)
 holds Q^T K (None: Q = K = I), so that <Q y_i, K y_j> = y_i^T Q^T K y_j; ``v`` (B, d, d) holds
 V. Time is in the flow's own units (the layer index in the continuous-depth limit); tokens and
@@ -39,7 +52,7 @@ from torch import Tensor
 #: Largest |score| a system may reach before it is flagged (NaN); float64 overflows near 1.8e308.
 LOGIT_LIMIT = 1e300
 
-Equation = Literal["rescaled", "original"]
+Equation = Literal["rescaled", "original", "discrete", "nonlinear"]
 Integrator = Literal["rk4", "euler"]
 #: A field y' = f(t, y) of a batch of systems.
 Field = Callable[[float, Tensor], Tensor]
@@ -140,39 +153,80 @@ def rk4(f: Field, t: float, y: Tensor, h: float) -> Tensor:
     return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "tanh": torch.tanh}
+
+
+def nonlinear_field(z: Tensor, qk: Tensor | None, v: Tensor, growth: Tensor, sigma: Callable[[Tensor], Tensor],
+                    w: Tensor | None) -> Tensor:
+    """Velocity of Eq. 12.1: z_i' = W sigma(V sum_j P_ij (z_j - z_i)), sigma entrywise; ``w`` None: W = I."""
+    x, keys = rescaled_queries_keys(z, growth)
+    u = sigma((attention(x, qk, keys) @ z - z) @ v.transpose(-1, -2))
+    return u if w is None else u @ w.transpose(-1, -2)
+
+
+def powers(v: Tensor, h: float, k: int) -> Tensor:
+    """R^k with R = I + h V (Remark 3.4), (B, d, d)."""
+    return torch.linalg.matrix_power(torch.eye(v.shape[-1], dtype=v.dtype, device=v.device) + h * v, k)
+
+
+def discrete_map(qk: Tensor | None, v: Tensor, h: float) -> Callable[[int, Tensor], Tensor]:
+    """z^[k] -> z^[k+1] of Remark 3.4: z_i + h sum_j P_ij R^{-1} V (z_j - z_i), P from the scores
+    <Q R^k z_i, K R^k z_j> (keys centred before R^k, as in :func:`rescaled_queries_keys`)."""
+    drift = torch.linalg.solve(torch.eye(v.shape[-1], dtype=v.dtype, device=v.device) + h * v, v)  # R^{-1} V
+
+    def step(k: int, z: Tensor) -> Tensor:
+        x, keys = rescaled_queries_keys(z, powers(v, h, k))
+        return z + h * (attention(x, qk, keys) @ z - z) @ drift.transpose(-1, -2)
+
+    return step
+
+
 INTEGRATORS: dict[str, Callable[[Field, float, Tensor, float], Tensor]] = {"euler": euler, "rk4": rk4}
 
 
-def field(equation: Equation, qk: Tensor | None, v: Tensor) -> Field:
-    """The right-hand side f(t, y) of Eq. 1.1 (``original``, y = x) or Eq. 3.1 (``rescaled``, y = z)."""
+def field(equation: Equation, qk: Tensor | None, v: Tensor, activation: str | None = None,
+          w: Tensor | None = None) -> Field:
+    """The right-hand side f(t, y) of Eq. 1.1 (``original``, y = x), Eq. 3.1 (``rescaled``, y = z)
+    or Eq. 12.1 (``nonlinear``, y = z, with ``activation`` and W = ``w``)."""
     if equation == "original":
         return lambda t, x: original_field(x, qk, v)
+    growth = Growth(v)
     if equation == "rescaled":
-        growth = Growth(v)
         return lambda t, z: rescaled_field(z, qk, v, growth(t))
-    raise ValueError(f"unknown equation {equation!r} (original, rescaled)")
+    if equation == "nonlinear":
+        sigma = ACTIVATIONS[activation]
+        return lambda t, z: nonlinear_field(z, qk, v, growth(t), sigma, w)
+    raise ValueError(f"unknown equation {equation!r} (original, rescaled, nonlinear; discrete is a map)")
 
 
-def stepper(equation: Equation, integrator: Integrator, qk: Tensor | None, v: Tensor,
-            h: float) -> Callable[[int, Tensor], Tensor]:
-    """One step y(k h) -> y((k + 1) h) of ``integrator`` on ``equation``, for step index k."""
+def stepper(equation: Equation, integrator: Integrator, qk: Tensor | None, v: Tensor, h: float,
+            activation: str | None = None, w: Tensor | None = None) -> Callable[[int, Tensor], Tensor]:
+    """One step y(k h) -> y((k + 1) h) of ``integrator`` on ``equation``, for step index k;
+    ``discrete`` is its own map (Remark 3.4, the Euler steps of Eq. 1.3 rescaled)."""
+    if equation == "discrete":
+        if integrator != "euler":
+            raise ValueError("equation discrete (Remark 3.4) is the Euler map: integrator euler")
+        return discrete_map(qk, v, h)
     try:
         step = INTEGRATORS[integrator]
     except KeyError:
         raise ValueError(f"unknown integrator {integrator!r} ({', '.join(INTEGRATORS)})") from None
-    f = field(equation, qk, v)
+    f = field(equation, qk, v, activation, w)
     return lambda k, y: step(f, k * h, y, h)
 
 
-def queries_keys(equation: Equation, t: float, y: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+def queries_keys(equation: Equation, t: float, y: Tensor, v: Tensor, h: float | None = None) -> tuple[Tensor, Tensor]:
     """The tokens x(t) and the centred keys x_j - mean x of P(t) from the state y of ``equation``
-    at time t: x itself, or z through e^{tV} (centred before the growth)."""
+    at time t: x itself, or z through e^{tV} (``discrete``: R^k, k = t/h; centred before the growth)."""
     if equation == "original":
         return y, centred(y)
+    if equation == "discrete":
+        return rescaled_queries_keys(y, powers(v, h, round(t / h)))
     return rescaled_queries_keys(y, torch.linalg.matrix_exp(t * v))
 
 
-def attention_at(equation: Equation, t: float, y: Tensor, qk: Tensor | None, v: Tensor) -> Tensor:
-    """P(t) (Eq. 1.2) from the state y of ``equation`` at time t."""
-    x, keys = queries_keys(equation, t, y, v)
+def attention_at(equation: Equation, t: float, y: Tensor, qk: Tensor | None, v: Tensor,
+                 h: float | None = None) -> Tensor:
+    """P(t) (Eq. 1.2) from the state y of ``equation`` at time t (``discrete``: step t/h)."""
+    x, keys = queries_keys(equation, t, y, v, h)
     return attention(x, qk, keys)

@@ -46,11 +46,14 @@ QUERY_KEYS = {
     "fixed": "Q, K given in the config",
     "uniform": "Q^T K with i.i.d. U[-1, 1] entries (Figs. 16, 17)",
     "uniform_factors": "Q, K with i.i.d. U[-1, 1] entries (Fig. 7b)",
+    "gram": "Q = G G^T / d, G_ij ~ U[-1, 1], K = I (random Q > 0: Fig. 4)",
 }
 SERIES = ("rank", "defect", "leaders", "clusters", "resolved")
+THEORY = ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound", "levels",
+          "orthant_fraction", "contraction")
 FIRST_SEED = ("coordinate_mean", "coordinate_var", "eigenvalue_real", "eigenvalue_imag", "eigenvector",
               "dual_functional", "multiplicity", "phi1_score", "qk_definite", "snapshot", "coordinate_snapshot",
-              "attention_snapshot")
+              "attention_snapshot", "query_snapshot", "key_snapshot")
 
 
 def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
@@ -77,7 +80,7 @@ class ClusterEmergence(Experiment):
     # One job per (n, d): the systems of a tensor batch share n and d; seeds and scales (which
     # share their draws) are batched in it.
     default_wildcards = ("n", "d")
-    version = 1
+    version = 2  # 2: query_snapshot and key_snapshot (Fig. 4)
     # t* is located along the output time (more seeds narrow it); a curve of the box half-width a,
     # the axis the dynamics is not invariant in (Remark 3.3).
     targets = (Target("t_star", crossing=None, curves=("scale",)),)
@@ -111,6 +114,18 @@ class ClusterEmergence(Experiment):
                     raise ConfigError(f"{prefix}.{key}", f"every row needs d = {d} entries")
             if len(options["q"]) != len(options["k"]):
                 raise ConfigError(f"{prefix}.k", "Q and K need the same number of rows")
+        nonlinear = options["equation"] == "nonlinear"
+        if nonlinear and options["activation"] is None:
+            raise ConfigError(f"{prefix}.activation", "equation: nonlinear (Eq. 12.1) needs activation: relu or tanh")
+        for key in ("activation", "weight"):
+            if not nonlinear and options[key] is not None:
+                raise ConfigError(f"{prefix}.{key}", f"{key} is only used with equation: nonlinear (Eq. 12.1)")
+        if nonlinear and options["basis"] != "standard":
+            raise ConfigError(f"{prefix}.basis", "equation: nonlinear needs basis: standard (sigma acts on the "
+                              "tokens' own coordinates)")
+        if options["equation"] == "discrete" and options["integrator"] != "euler":
+            raise ConfigError(f"{prefix}.integrator", "equation: discrete (Remark 3.4) is the Euler map: "
+                              "integrator: euler")
         check_times(options, grid, prefix)
 
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
@@ -138,7 +153,7 @@ class ClusterEmergence(Experiment):
         for n in map(int, grid["n"]):
             for d in map(int, grid["d"]):
                 one = system_bytes(n, d, size, opts["integrator"])
-                per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (3 + opts["modes"] + n) + 8 * opts["modes"]
+                per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (9 + opts["modes"] + n) + 8 * opts["modes"]
                 worst = max(worst, max(one, job.block_mib << 20))
                 stored += systems * per_system * 8
         return worst + 2 * stored + (300 << 20)
@@ -185,14 +200,15 @@ class ClusterEmergence(Experiment):
     def theory(sweep: xr.Dataset) -> xr.Dataset:
         """The limit-set checks of ``theory.py`` on the first and last snapshots, per (n, d, scale):
         seed means of ``limit_fraction`` (Thms 3.1, 4.2, 5.2), ``vertex_fraction`` (Thm 3.1),
-        the seed maximum of ``hull_excess`` (Prop. 8.2, Eq. 9.3), the fraction of seeds meeting
-        the Q, K hypotheses, and the rank bound of Thm 2.1. NaN where a check does not apply."""
+        the seed maximum of ``hull_excess`` (Prop. 8.2, Eq. 9.3) and of ``levels`` (Thm 4.2),
+        the fraction of seeds meeting the Q, K hypotheses, the rank bound of Thm 2.1, and the
+        observations of Fig. 18 (``orthant_fraction``, ``contraction``, seed means). NaN where a
+        check does not apply."""
         from attnsweep.experiments.cluster_emergence import theory
 
         dims = ("n", "d", "scale", "seed")
         shape = tuple(sweep.sizes[dim] for dim in dims)
-        checks = {name: np.full(shape, np.nan) for name in
-                  ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound")}
+        checks = {name: np.full(shape, np.nan) for name in THEORY}
         multiplicity = sweep["multiplicity"].transpose(*dims).values
         score = sweep["phi1_score"].transpose(*dims).values
         definite = sweep["qk_definite"].transpose(*dims).values
@@ -202,8 +218,14 @@ class ClusterEmergence(Experiment):
         checks["rank_bound"] = np.where((d == 1) & (k == 1) & (definite > 0), theory.RANK_BOUND_D1, np.nan)
         if "coordinate_snapshot" in sweep and sweep.sizes["snapshot_t"] > 1:
             snaps = sweep["coordinate_snapshot"].transpose(*dims, "snapshot_t", "token", "mode").values
+            tokens = sweep["snapshot"].transpose(*dims, "snapshot_t", "token", "coord").values
             radius = float(sweep.attrs["cluster_radius"])
             for at in np.ndindex(shape):
+                if d[at] <= tokens.shape[-1] and np.isfinite(tokens[at][-1, :, :d[at]]).all():
+                    start, end = tokens[at][0, :, :d[at]], tokens[at][-1, :, :d[at]]
+                    size = np.linalg.norm(start[:, None] - start[None], axis=-1).max()
+                    checks["orthant_fraction"][at] = theory.orthant_fraction(end, radius * size)
+                    checks["contraction"][at] = theory.contraction(end, start)
                 first, last = snaps[at][0], snaps[at][-1]
                 if not 1 <= k[at] <= first.shape[-1] or not np.isfinite(last[:, :k[at]]).all():
                     continue
@@ -211,12 +233,14 @@ class ClusterEmergence(Experiment):
                 size = np.linalg.norm(start[:, None] - start[None], axis=-1).max()  # diameter
                 checks["limit_fraction"][at] = theory.limit_fraction(end, radius * size)
                 checks["hull_excess"][at] = theory.hull_excess(end, start) / size
+                if k[at] == 1:
+                    checks["levels"][at] = theory.levels(end[:, 0], radius * size)
                 if k[at] == d[at]:
                     checks["vertex_fraction"][at] = theory.vertex_fraction(end, radius * size)
         out = xr.Dataset(coords={dim: sweep[dim].values for dim in dims[:-1]})
         for name, values in checks.items():
             data = xr.DataArray(values, dims=dims)
-            out[name] = data.max("seed") if name == "hull_excess" else data.mean("seed")
+            out[name] = data.max("seed") if name in ("hull_excess", "levels") else data.mean("seed")
         held = presence(sweep, dims)  # a refined sweep: the minimum over the seeds each point holds
         if held is None:
             out["rank_bound"] = xr.DataArray(checks["rank_bound"], dims=dims).min("seed", skipna=False)
@@ -232,6 +256,12 @@ class ClusterEmergence(Experiment):
                            "of their diameter (Prop. 8.2, Eq. 9.3 predict <= 0)",
             "hypotheses": "fraction of seeds with <Q phi_1, K phi_1> > 0 (k = 1) or Q^T K > 0 (k > 1)",
             "rank_bound": "rank of the Boolean limit of P (Thm 2.1, d = 1, V > 0, QK > 0; almost every start)",
+            "levels": "seed max number of levels of phi_1^*(z_i) at the last snapshot, cluster_radius diam apart "
+                      "(k = 1; Thm 4.2 and Fig. 18 top predict <= 3)",
+            "orthant_fraction": "seed mean fraction of tokens in the closed positive orthant at the last snapshot "
+                                "(d <= 3; Fig. 18 top predicts 1)",
+            "contraction": "seed mean of max_i |z_i| at the last snapshot over that at the first (d <= 3; Fig. 18 "
+                           "middle and bottom predict -> 0)",
         }
         for name, long_name in long_names.items():
             out[name].attrs.update(long_name=long_name, units="1")
@@ -264,7 +294,7 @@ class ClusterEmergence(Experiment):
         final = summary.isel(t=-1)
         for var in SERIES:
             out[f"{var}_final"] = final[var].transpose(*dims)
-        for var in ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound"):
+        for var in THEORY:
             out[var] = summary[var].transpose(*dims)
         attrs = {
             "t_90": "time where the seed-mean Boolean defect falls below 0.9",
@@ -279,7 +309,7 @@ class ClusterEmergence(Experiment):
         table = out.to_dataframe().reset_index().rename(columns={"t_star_low": "ci_low", "t_star_high": "ci_high"})
         columns = ["n", "d", "scale", "t_star", "ci_low", "ci_high", "t_90", "t_10", "t_unresolved",
                    *(f"{v}_final" for v in SERIES),
-                   "limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "rank_bound"]
+                   *THEORY]
         return table[columns], out
 
     # ------------------------------------------------------------------ figures
@@ -291,6 +321,7 @@ class ClusterEmergence(Experiment):
                  FigureSpec("boundary", figures.caption_boundary(grid, options))]
         if options["snapshot_times"]:
             specs += [FigureSpec("attention", figures.caption_attention(grid, options)),
+                      FigureSpec("leaders", figures.caption_leaders(grid, options)),
                       FigureSpec("snapshots", figures.caption_snapshots(grid, options))]
         return specs
 

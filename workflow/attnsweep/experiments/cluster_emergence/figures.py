@@ -1,5 +1,6 @@
-"""Figures 3, 5-8, 11, 12 and 7b/15 of paper 004 (rank of P(t), P(t) itself, token snapshots,
-eigen-coordinates) and the boundary view, drawn from the reduced datasets."""
+"""Figures 3-8, 11, 12, 18 and 7b/15 of paper 004 (rank of P(t), P(t) itself, queries and keys
+joined by P, token snapshots, eigen-coordinates) and the boundary view, drawn from the reduced
+datasets."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from attnsweep.crossing import error_bars
 from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, theory
 from attnsweep.grid import format_value
 
-EQUATIONS = {"rescaled": "z = e^{-tV} x of Eq. 3.1", "original": "x of Eq. 1.1"}
+EQUATIONS = {"rescaled": "z = e^{-tV} x of Eq. 3.1", "original": "x of Eq. 1.1",
+             "discrete": "z = R^{-k} x of Remark 3.4 (R = I + V dt)", "nonlinear": "z of Eq. 12.1"}
+WIDTH = 3.0  # line width of P_ij = 1 in the leaders figure (points)
 MAX_LINES = 6
 
 
@@ -22,8 +26,12 @@ def _values(grid: dict[str, list[float]], axis: str) -> str:
 
 
 def _setting(options: dict[str, Any]) -> str:
-    return (f"{VALUES[options['value']]}; {QUERY_KEYS[options['query_key']]}; {EQUATIONS[options['equation']]} "
-            f"integrated by {options['integrator']} with h = {format_value(options['dt'])}; tokens i.i.d. "
+    network = ""
+    if options["equation"] == "nonlinear":
+        w = "random W, U[-1, 1] entries" if options["weight"] == "uniform" else "W = I"
+        network = f" with sigma = {options['activation']}, {w}"
+    return (f"{VALUES[options['value']]}; {QUERY_KEYS[options['query_key']]}; {EQUATIONS[options['equation']]}"
+            f"{network} integrated by {options['integrator']} with h = {format_value(options['dt'])}; tokens i.i.d. "
             "U[-a, a]^d")
 
 
@@ -78,10 +86,25 @@ def caption_attention(grid: dict[str, list[float]], options: dict[str, Any]) -> 
     )
 
 
-def caption_snapshots(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+def caption_leaders(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     times = ", ".join(format_value(t) for t in options["snapshot_times"])
     return (
-        f"Figures 5-8 of paper 004: the rescaled tokens z_i(t) of one realisation (first seed) at t = {times} "
+        f"Figure 4 of paper 004: the queries Q x_i(t) (purple) and the keys K x_j(t) (green) of one realisation "
+        f"(first seed) at t = {times} (columns; each panel has its own scale), joined by lines of width "
+        f"{format_value(WIDTH)} P_ij(t) points, n = {_first(grid, 'n')}, a = {_first(grid, 'scale')}, one row per d in "
+        f"{{{_values(grid, 'd')}}}: the first two coordinates (d = 1: queries on the upper line, keys on the lower). "
+        "Few keys, the leaders, come to hold every line: P(t) turns Boolean and of rank <= 2. (The paper's caption "
+        "names the clouds K x_i and Q x_j; P_ij pairs the query of i with the key of j.) "
+        f"{_setting(options)}."
+    )
+
+
+def caption_snapshots(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    times = ", ".join(format_value(t) for t in options["snapshot_times"])
+    row = (" (a row of Figure 18: Eq. 12.1; the axes through 0 mark the positive orthant the tokens reach with "
+           "ReLU and W = I)" if options["equation"] == "nonlinear" else "")
+    return (
+        f"Figures 5-8{row} of paper 004: the rescaled tokens z_i(t) of one realisation (first seed) at t = {times} "
         f"(columns; each panel has its own scale), n = {_first(grid, 'n')}, a = {_first(grid, 'scale')}, one row "
         f"per d in {{{_values(grid, 'd')}}}: d = 1 as z_i against the rank of z_i at the first time, d = 2 in the "
         "plane, d >= 3 as the first three coordinates. Colour: the token's leader argmax_j P_ij at the last time. "
@@ -214,6 +237,32 @@ def attention(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     return fig
 
 
+def leaders(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
+    """Queries Q x_i and keys K x_j of the first seed joined by lines of width ~ P_ij (Fig. 4)."""
+    ds, times = summary["d"].values, summary["snapshot_t"].values
+    fig = Figure(figsize=(2.9 * len(times), 2.9 * len(ds)), layout="constrained")
+    axes = fig.subplots(len(ds), len(times), squeeze=False)
+    for row, d in zip(axes, ds):
+        view = _snapshot_at(summary, d)
+        for ax, t in zip(row, times):
+            at = view.sel(snapshot_t=t)
+            query, key = at["query_snapshot"].values[:, :2], at["key_snapshot"].values[:, :2]
+            p = at["attention_snapshot"].values
+            if int(d) == 1:
+                query, key = np.c_[query[:, 0], np.ones(len(p))], np.c_[key[:, 0], np.zeros(len(p))]
+            i, j = np.nonzero(p > 1e-3)
+            segments = np.stack([query[i], key[j]], axis=1)
+            ax.add_collection(LineCollection(segments, linewidths=WIDTH * p[i, j], colors="0.35", alpha=0.6))
+            ax.scatter(*query.T, color="#7b3294", s=12, zorder=3, label="Q x_i")
+            ax.scatter(*key.T, color="#1b9e3e", s=12, zorder=3, label="K x_j")
+            ax.set_title(f"d = {int(d)}, t = {format_value(t)}, {len(np.unique(p.argmax(-1)))} leaders", fontsize=9)
+            ax.tick_params(labelsize=6)
+            if int(d) == 1:
+                ax.set_yticks([0, 1], ["keys", "queries"])
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
 def _hyperplanes(ax: Any, view: xr.Dataset, t: float) -> None:
     """d = 2, good-triple spectrum: phi_1 and the lines phi_1^*(x) = c, c in {min, 0, max}."""
     phi = view["eigenvector"].isel(mode=0).values[:2]
@@ -258,6 +307,9 @@ def snapshots(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
                     ax.scatter(*vertices.T, marker="x", color="0.5", s=25, lw=0.8)
                 if dim == 2:
                     ax.set_aspect("equal", adjustable="datalim")
+                if dim == 2 and summary.attrs.get("equation") == "nonlinear":
+                    for line in (ax.axhline, ax.axvline):
+                        line(0, color="0.6", lw=0.6)
                 if dim == 2 and k == 1:
                     _hyperplanes(ax, view, t)
             ax.set_title(f"d = {int(d)}, t = {format_value(t)}", fontsize=9)

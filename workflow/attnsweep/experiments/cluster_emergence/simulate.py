@@ -2,14 +2,16 @@
 
 Every (seed, scale) of an (n, d) point is one system of a tensor batch, integrated together in
 chunks of at most ``block_mib``. Initial tokens are a U[-1, 1]^{n x d} draw keyed by (n, d, seed),
-times the half-width a, so every scale sees the same draw (common random numbers); V and Q^T K
-are keyed by (d, seed), in streams of their own, so that changing one case keeps the other's
-draws. Nothing depends on the job cut or the chunking.
+times the half-width a, so every scale sees the same draw (common random numbers); V, Q^T K and
+the W of Eq. 12.1 are keyed by (d, seed), in streams of their own, so that changing one case
+keeps the others' draws. Nothing depends on the job cut or the chunking.
 
 By default the systems are integrated in the real eigenbasis of V (``basis: eigen``): with
 c = Phi^-1 z, Eq. 3.1 keeps its form with V replaced by its real block-diagonal form B (exact
 zeros off the blocks) and Q^T K by Phi^T Q^T K Phi, and so does Eq. 1.1; RK4 is covariant under
-this constant change of variables. In the tokens' own coordinates a mode with lambda < 0 grows
+this constant change of variables, and so is the map of Remark 3.4 (R = I + hV becomes I + hB).
+Eq. 12.1 is not (sigma acts on the tokens' coordinates): it runs in ``basis: standard``. In the
+tokens' own coordinates a mode with lambda < 0 grows
 like e^{|lambda| t} and swamps the others' digits (d = 128, lambda = -9: the positive-mode
 coordinates are noise from t ~ 4 on); in the eigenbasis each mode keeps its own digits.
 """
@@ -63,6 +65,10 @@ VARIABLES: dict[str, dict[str, str]] = {
                  "units": "1"},
     "coordinate_snapshot": {"long_name": "phi_j^*(z_i) at the snapshot times", "units": "1"},
     "attention_snapshot": {"long_name": "P_ij at the snapshot times (Figs. 3, 11, 12)", "units": "1"},
+    "query_snapshot": {"long_name": "first three coordinates of the queries Q x_i(t) at the snapshot times (Fig. 4)",
+                       "units": "1"},
+    "key_snapshot": {"long_name": "first three coordinates of the keys K x_j(t) at the snapshot times (Fig. 4)",
+                     "units": "1"},
 }
 SERIES = ("rank", "defect", "leaders", "clusters", "resolved")
 MODAL_SERIES = ("coordinate_mean", "coordinate_var")
@@ -112,21 +118,33 @@ def value_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor:
     raise ValueError(f"unknown value case {case!r} ({', '.join(VALUES)})")
 
 
-def query_key_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor | None:
-    """Q^T K (d, d) float64 of one realisation, None for Q = K = I (see ``QUERY_KEYS``)."""
+def query_key_factors(opts: dict[str, Any], d: int, seed: int) -> tuple[Tensor, Tensor] | None:
+    """(Q, K) float64 of one realisation, None for Q = K = I (see ``QUERY_KEYS``); where only
+    Q^T K is drawn (``uniform``), K = I and Q = (Q^T K)^T."""
     case = opts["query_key"]
     gen = rng.generator(NAME, {"d": d}, seed, "query_key")
     if case == "identity":
         return None
     if case == "fixed":
         q, k = (torch.tensor(opts[key], dtype=torch.float64) for key in ("q", "k"))
-        return q.T @ k
+        return q, k
     if case == "uniform":
-        return uniform((d, d), gen)
+        return uniform((d, d), gen).T, torch.eye(d, dtype=torch.float64)
     if case == "uniform_factors":
         q = uniform((d, d), gen)
-        return q.T @ uniform((d, d), gen)
+        return q, uniform((d, d), gen)
+    if case == "gram":
+        g = uniform((d, d), gen)
+        return g @ g.T / d, torch.eye(d, dtype=torch.float64)
     raise ValueError(f"unknown query_key case {case!r} ({', '.join(QUERY_KEYS)})")
+
+
+def weight_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor | None:
+    """W (d, d) float64 of Eq. 12.1 for one realisation: None for W = I, i.i.d. U[-1, 1] entries
+    for ``weight: uniform`` (Fig. 18, bottom row)."""
+    if opts["weight"] != "uniform":
+        return None
+    return uniform((d, d), rng.generator(NAME, {"d": d}, seed, "weight"))
 
 
 def spectral_summary(v: Tensor, qk: Tensor | None, basis: attention.Eigenbasis, modes: int) -> dict[str, np.ndarray]:
@@ -198,8 +216,9 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
               **{v: () for v in SPECTRAL}, **{v: ("mode",) for v in MODAL},
               **{v: ("mode", "coord") for v in MODAL_COORDS}}
     if len(snap_steps):
-        layout.update(snapshot=("snapshot_t", "token", "coord"), coordinate_snapshot=("snapshot_t", "token", "mode"),
-                      attention_snapshot=("snapshot_t", "token", "key"))
+        points = ("snapshot_t", "token", "coord")
+        layout.update(snapshot=points, coordinate_snapshot=("snapshot_t", "token", "mode"),
+                      attention_snapshot=("snapshot_t", "token", "key"), query_snapshot=points, key_snapshot=points)
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
     chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
@@ -221,6 +240,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     result["sign"].attrs.update(long_name="tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0")
     result.attrs.update(value=VALUES[opts["value"]], value_case=opts["value"], query_key=QUERY_KEYS[opts["query_key"]],
                         query_key_case=opts["query_key"], equation=opts["equation"], basis=opts["basis"],
+                        activation=str(opts["activation"]), weight=str(opts["weight"]),
                         integrator=opts["integrator"],
                         dt=opts["dt"], rank_tol=opts["rank_tol"], cluster_radius=opts["cluster_radius"])
     return result
@@ -240,10 +260,14 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     a, s = index.T
     unit = {i: unit_tokens(n, d, seeds[i]) for i in np.unique(s)}
     value = {i: value_matrix(opts, d, seeds[i]) for i in np.unique(s)}
-    query_key = {i: query_key_matrix(opts, d, seeds[i]) for i in np.unique(s)}
+    factors = {i: query_key_factors(opts, d, seeds[i]) for i in np.unique(s)}
+    weight = {i: weight_matrix(opts, d, seeds[i]) for i in np.unique(s)}
     z0 = torch.stack([grid["scale"][j] * unit[i] for j, i in zip(a, s)])
     v = torch.stack([value[i] for i in s])
-    qk = None if query_key[s[0]] is None else torch.stack([query_key[i] for i in s])
+    qk = None if factors[s[0]] is None else torch.stack([factors[i][0].T @ factors[i][1] for i in s])
+    q, k = (torch.eye(d, dtype=torch.float64).expand(len(s), d, d) if factors[s[0]] is None else
+            torch.stack([factors[i][m] for i in s]) for m in (0, 1))
+    w = None if weight[s[0]] is None else torch.stack([weight[i] for i in s]).to(device, dtype)
     modes = opts["modes"]
     basis = attention.eigenbasis(v)  # float64 on the CPU: reproducible signs
     static = spectral_summary(v, qk, basis, modes)
@@ -252,15 +276,17 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     y = (z0 @ torch.linalg.inv(where.to_tokens).transpose(-1, -2)).to(device, dtype)
     to_tokens, to_modes = where.to_tokens.to(device, dtype), where.to_modes[:, :modes].to(device, dtype)
     v, qk = where.v.to(device, dtype), None if where.qk is None else where.qk.to(device, dtype)
-    step = rd.stepper(opts["equation"], opts["integrator"], qk, v, opts["dt"])
+    q, k = q.to(device, dtype), k.to(device, dtype)
+    equation, h = opts["equation"], opts["dt"]
+    step = rd.stepper(equation, opts["integrator"], qk, v, h, opts["activation"], w)
 
-    def sample(k: int, y: Tensor, record: bool, snapshot: bool) -> tuple[dict[str, Tensor], None]:
-        t = k * opts["dt"]
-        x, keys = rd.queries_keys(opts["equation"], t, y, v)
+    def sample(step: int, y: Tensor, record: bool, snapshot: bool) -> tuple[dict[str, Tensor], None]:
+        t = step * h
+        x, keys = rd.queries_keys(equation, t, y, v, h)
         logits = rd.scores(x, qk, keys)
         p = rd.probabilities(logits)
-        w = y if opts["equation"] == "rescaled" else rd.to_rescaled(y, v, t)
-        z, c = w @ to_tokens.transpose(-1, -2), attention.eigen_coordinates(w, to_modes)
+        rescaled = rd.to_rescaled(y, v, t) if equation == "original" else y
+        z, c = rescaled @ to_tokens.transpose(-1, -2), attention.eigen_coordinates(rescaled, to_modes)
         values = {}
         if record:
             mean, var = attention.moments(c)
@@ -269,7 +295,10 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
                       "resolved": attention.resolved(logits, rd.score_error(x, qk)), "coordinate_mean": mean,
                       "coordinate_var": var}
         if snapshot:
-            values.update(snapshot=z[..., :COORDS], coordinate_snapshot=c, attention_snapshot=p)
+            x = x @ to_tokens.transpose(-1, -2)  # the original tokens in their own coordinates
+            values.update(snapshot=z[..., :COORDS], coordinate_snapshot=c, attention_snapshot=p,
+                          query_snapshot=(x @ q.transpose(-1, -2))[..., :COORDS],
+                          key_snapshot=(x @ k.transpose(-1, -2))[..., :COORDS])
         return values, None
 
     arrays = driver.trajectory(y, lambda k, y, _: step(k, y), sample, steps, snap_steps)
@@ -277,5 +306,6 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
         arrays[var] = driver.fit(arrays[var], {2: modes})
     if "snapshot" in arrays:
         arrays["coordinate_snapshot"] = driver.fit(arrays["coordinate_snapshot"], {3: modes})
-        arrays["snapshot"] = driver.fit(arrays["snapshot"], {3: COORDS})
+        for var in ("snapshot", "query_snapshot", "key_snapshot"):
+            arrays[var] = driver.fit(arrays[var], {3: COORDS})
     return {var: array[:1] if lone else array for var, array in {**arrays, **static}.items()}

@@ -15,7 +15,12 @@ On F the field is lambda_1 times a convex combination, c_i' = lambda_1 sum_j P_i
 
 The last three say the same of c: every c_i(t) ends on the boundary of conv{c(t)} or at 0
 (``limit_fraction`` -> 1). Theorem 2.1 (d = 1, V > 0, Q K > 0): P(t) tends to a Boolean
-matrix of rank <= 2 for almost every start (``RANK_BOUND_D1``).
+matrix of rank <= 2 for almost every start (``RANK_BOUND_D1``). Theorem 4.2 in one number:
+the values c_i(T) take at most three levels (``levels``).
+
+Eq. 12.1 (Section 12.2, Fig. 18) is an observation, not a theorem: with sigma = ReLU, W = I the
+tokens reach the positive orthant and follow at most three hyperplanes (``orthant_fraction`` -> 1,
+``levels`` <= 3); with tanh, or ReLU and a random W, they collapse to 0 (``contraction`` -> 0).
 
 Distances are in the units of the tokens; fractions are of the n tokens of one run.
 References: ``/work/shared/papers/004_bfcb28d29a577d0f.txt``, notes ``notes/004.md`` s4, s5.
@@ -32,10 +37,13 @@ from attnsweep.arrays import FloatArray
 __all__ = [
     "RANK_BOUND_D1",
     "boundary_distance",
+    "contraction",
     "dominant_multiplicity",
     "hull_excess",
     "hull_vertices",
+    "levels",
     "limit_fraction",
+    "orthant_fraction",
     "vertex_fraction",
 ]
 
@@ -122,3 +130,21 @@ def hull_excess(points: ArrayLike, reference: ArrayLike) -> float:
         return float(np.maximum(lo - points[:, 0], points[:, 0] - hi).max())
     equations = ConvexHull(reference).equations
     return float((points @ equations[:, :-1].T + equations[:, -1]).max())
+
+
+def levels(values: ArrayLike, radius: float) -> int:
+    """Number of groups of the values (n,) when sorted values more than ``radius`` apart start a
+    new group: the hyperplanes phi_1^*(z) = c the tokens lie on (Theorem 4.2: at most 3)."""
+    return int(1 + (np.diff(np.sort(np.asarray(values, dtype=float))) > radius).sum())
+
+
+def orthant_fraction(points: ArrayLike, tol: float) -> float:
+    """Fraction of points (n, k) with every coordinate >= -``tol`` (Fig. 18, top: -> 1)."""
+    return float((np.asarray(points, dtype=float) >= -tol).all(-1).mean())
+
+
+def contraction(points: ArrayLike, reference: ArrayLike) -> float:
+    """max_i |points_i| / max_i |reference_i| (Fig. 18, middle and bottom: -> 0)."""
+    norm = np.linalg.norm
+    return float(norm(np.asarray(points, dtype=float), axis=-1).max() / norm(np.asarray(reference, dtype=float),
+                                                                             axis=-1).max())
