@@ -4,6 +4,7 @@ state the answer: a counter ODE, a hand-cut list of systems, hand-padded arrays.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from attnsweep.dynamics import CPU_CHUNK_MIB, driver
@@ -35,11 +36,35 @@ def test_chunks_cut_every_point_into_budgeted_runs_of_systems() -> None:
     grid = {"n": [4, 8], "d": [2]}
     systems = [(i,) for i in range(5)]
     got = [(at[:2], n, d, index[:, 0].tolist())
-           for at, n, d, index in driver.chunks("t", grid, systems, lambda n, d: n * d, 16, progress=False)]
+           for at, n, d, index in driver.chunks(grid, systems, lambda n, d: n * d, 16)]
     assert got == [((0, 0), 4, 2, [0, 1]), ((0, 0), 4, 2, [2, 3]), ((0, 0), 4, 2, [4]), ((1, 0), 8, 2, [0]),
                    ((1, 0), 8, 2, [1]), ((1, 0), 8, 2, [2]), ((1, 0), 8, 2, [3]), ((1, 0), 8, 2, [4])]
-    at, _, _, index = next(driver.chunks("t", grid, systems, lambda n, d: n * d, 16, progress=False))
+    at, _, _, index = driver.chunks(grid, systems, lambda n, d: n * d, 16)[0]
     np.testing.assert_array_equal(np.arange(10).reshape(2, 1, 5)[at], [0, 1])  # at picks the chunk's systems
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_integrated_runs_every_chunk_once_in_order_on_one_thread_each(threads: int) -> None:
+    """Side by side on a CPU: every chunk once, results handed back in chunk order, torch
+    single-threaded inside a chunk and its thread count restored afterwards."""
+    chunks = driver.chunks({"n": [3], "d": [2]}, [(i,) for i in range(7)], lambda n, d: 1, 1)
+    seen = []
+
+    def integrate(n, d, index):
+        seen.append(int(index[0, 0]))
+        return {"i": index[:, 0] * 10, "inner": np.array([torch.get_num_threads()])}
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        out = list(driver.integrated("t", chunks, integrate, torch.device("cpu"), progress=False))
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    assert sorted(seen) == list(range(7))
+    assert [int(arrays["i"][0]) for _, arrays in out] == [0, 10, 20, 30, 40, 50, 60]
+    assert [at for at, _ in out] == [chunk[0] for chunk in chunks]
+    assert {int(arrays["inner"][0]) for _, arrays in out} == {1}
 
 
 def test_chunk_budget_caps_the_cpu_only() -> None:

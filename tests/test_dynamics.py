@@ -106,6 +106,53 @@ def test_orthogonal_start_follows_gamma_beta(normalisation: str) -> None:
         np.testing.assert_allclose(off, curve[list(times).index(t)], atol=1e-9)
 
 
+@pytest.mark.parametrize("beta", [0.0, 3.0, 708.0])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_kernel_is_the_softmax_weighted_sum(beta: float, causal: bool) -> None:
+    """SA with Q = K = I: sum_j A_ij x_j through e^{beta(<x_i, x_j> - 1)} and row sums equals the
+    max-subtracted softmax path, with and without the shift (beta = 708: n e^beta overflows
+    float64, so the shift is taken), under the causal mask too, from the tokens or their Gram."""
+    x = uniform(3, 9, 4, seed=3)
+    b = torch.full((3,), beta, dtype=F64)
+    mask = torch.tensor([True, False, True]) if causal else None
+    expected = sphere.attention(x, b, None, "sa", causal=mask) @ x
+    assert sphere.needs_shift(b, 9, F64) == (beta > 700)  # log(9 e^708) + 1 > log(max float64) = 709.8
+    for shift in (True, sphere.needs_shift(b, 9, F64)):
+        for gram in (None, observables.gram(x)):
+            got = sphere.weighted_sum(x, b, None, x, "sa", gram, mask, plan=(True, shift))
+            torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_numpy_routed_primitives_match_torch() -> None:
+    """ops.bmm (numpy's matmul on a CPU) and ops.exp_ give torch's numbers to rounding, for
+    float32 and float64, transposed operands and a broadcast right factor."""
+    from attnsweep.dynamics import ops
+
+    for dtype, tol in ((torch.float32, 1e-5), (F64, 1e-13)):
+        a, b = uniform(4, 6, 5).to(dtype), uniform(4, 7, 5, seed=1).to(dtype)
+        torch.testing.assert_close(ops.bmm(a, b.transpose(-1, -2)), a @ b.transpose(-1, -2), rtol=tol, atol=tol)
+        torch.testing.assert_close(ops.bmm(a, b[0].T), a @ b[0].T, rtol=tol, atol=tol)
+        e = a.clone()
+        assert ops.exp_(e) is e
+        torch.testing.assert_close(e, a.exp(), rtol=tol, atol=0)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "rk4"])
+def test_span_coordinates_carry_the_same_flow(integrator: str) -> None:
+    """n = 6 tokens in d = 20: the flow of their coordinates in an orthonormal basis of their span
+    (V = I, Q = K = I) has the Gram matrices of the flow in R^20, and r U^T is the token cloud."""
+    x = uniform(3, 6, 20, seed=4)
+    r, u = sphere.span_coordinates(x)
+    assert r.shape == (3, 6, 6)
+    torch.testing.assert_close(r @ u.transpose(-1, -2), x, rtol=0, atol=1e-14)
+    b = torch.tensor([0.5, 2.0, 8.0], dtype=F64)
+    step = sphere.stepper(integrator, b, None, None, "sa", 0.1)
+    for _ in range(100):
+        x, r = step(x), step(r)
+    torch.testing.assert_close(observables.gram(r), observables.gram(x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(r @ u.transpose(-1, -2), x, rtol=0, atol=1e-12)
+
+
 def test_observables_against_brute_force() -> None:
     gen = np.random.default_rng(3)
     # clouds with planted clusters: tokens copied with tiny jitter, some far apart
@@ -154,31 +201,36 @@ def test_random_ensembles_have_their_structure() -> None:
 
 @pytest.mark.parametrize("matrices", ["identity", "ginibre"])
 def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch, matrices: str) -> None:
-    """One job for everything, one per (n, d, seed, beta), and chunks of one system give the
-    same arrays bit for bit: draws are keyed by (n, d, seed) and (d, seed) only."""
+    """One job for everything, one per (n, d, seed, beta), chunks of one system side by side on
+    two threads, and the same on one thread give the same arrays bit for bit: draws are keyed by
+    (n, d, seed) and (d, seed) only, and a chunk runs single-threaded wherever it runs (d = 9 > n:
+    the identity case integrates in the span of the tokens)."""
     from attnsweep.aggregate import collect
     from attnsweep.config import load_sweep
     from attnsweep.jobs import run_job
     from attnsweep.store import open_store
 
-    section = {"n": [5, 7], "d": [2, 3], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
+    section = {"n": [5, 7], "d": [2, 9], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
                "t_max": 2.0, "outputs": 5, "matrices": matrices, "integrator": "rk4"}
     sweeps = {}
     for name, top, wildcards in (("single", {"block_mib": 8}, []),
                                  ("fanned", {"block_mib": 8}, ["n", "d", "seed", "beta"]),
-                                 ("chunked", {"block_mib": 1}, ["n", "d"])):
-        if name == "chunked":  # every system claims the whole 1 MiB budget: one system a chunk
+                                 ("chunked", {"block_mib": 1}, ["n", "d"]),
+                                 ("one thread", {"block_mib": 1}, ["n", "d"])):
+        if name.startswith(("chunked", "one")):  # every system claims the whole 1 MiB budget: one a chunk
             monkeypatch.setattr("attnsweep.experiments.sphere_clustering.simulate.system_bytes",
                                 lambda *args: 1 << 20)
         config = {"dtype": "float64", **top, "experiments": {"sphere_clustering": {**section, "wildcards": wildcards}}}
         plan = load_sweep(config).plans["sphere_clustering"]
         folder = tmp_path / name
-        runs = [run_job(spec, folder / "runs" / f"{path}.zarr", device="cpu", progress=False)
+        threads = 1 if name == "one thread" else 2
+        runs = [run_job(spec, folder / "runs" / f"{path}.zarr", device="cpu", threads=threads, progress=False)
                 for path, spec in plan.jobs().items()]
         sweeps[name] = open_store(collect(runs, folder / "sweep.zarr")).load()
+    torch.set_num_threads(2)
     ref = sweeps["single"]
     assert not np.isnan(ref["clustered"].values).any()
-    for other in ("fanned", "chunked"):
+    for other in ("fanned", "chunked", "one thread"):
         for var in ref.data_vars:
             np.testing.assert_array_equal(sweeps[other][var].values, ref[var].values, err_msg=f"{other}: {var}")
 

@@ -12,6 +12,9 @@
 - :mod:`.ensembles`: the (Q, K, V) of a run: identity, fixed, or the random ensembles of 001
   Figure 5, drawn per realisation.
 - :mod:`.times`: output times on the integrator's step grid (numpy only: planning uses it).
+- :mod:`.ops`: batched products and the exponential, through numpy on a CPU where torch's are
+  slower at these sizes.
+- :mod:`.driver`: the systems of a job cut into chunks, run side by side on the CPU threads.
 
 Every function takes a batch: tokens ``x`` of shape (B, n, d), one system per row, so that
 realisations and batched grid values integrate as one tensor batch.

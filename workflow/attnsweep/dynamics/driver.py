@@ -9,11 +9,14 @@ three, so a chunk's numbers do not depend on the experiment's bookkeeping.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from attnsweep.dynamics import cpu_chunk_bytes
@@ -22,6 +25,8 @@ from attnsweep.dynamics.times import output_steps
 #: ``sample(k, x, record, snapshot)``: the values recorded at step k (the observables where
 #: ``record``, the snapshots where ``snapshot``), and what the step from k may reuse (or None).
 Sample = Callable[[int, torch.Tensor, bool, bool], tuple[dict[str, torch.Tensor], Any]]
+#: ``(at, n, d, index)``: one chunk of systems (see :func:`chunks`).
+Chunk = tuple[tuple, int, int, np.ndarray]
 #: ``step(k, x, reused)``: the state at step k + 1 from the state ``x`` at step k.
 Step = Callable[[int, torch.Tensor, Any], torch.Tensor]
 
@@ -40,18 +45,53 @@ def chunk_budget(block_mib: int, device: torch.device) -> int:
     return block_mib << 20 if device.type == "cuda" else cpu_chunk_bytes(block_mib)
 
 
-def chunks(name: str, grid: dict[str, list], systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
-           budget: int, progress: bool = True) -> Iterator[tuple[tuple, int, int, np.ndarray]]:
+def chunks(grid: dict[str, list], systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
+           budget: int) -> list[Chunk]:
     """``(at, n, d, index)`` for every (n, d) of ``grid`` and every chunk of ``systems`` (rows of
     index positions) that fits ``budget`` bytes (at least one system); ``at`` indexes the chunk's
     systems in arrays of shape (len(n), len(d), *system axes)."""
-    points = list(itertools.product(enumerate(grid["n"]), enumerate(grid["d"])))
-    for (a, n), (b, d) in tqdm(points, desc=name, disable=not progress, mininterval=5):
+    out = []
+    for (a, n), (b, d) in itertools.product(enumerate(grid["n"]), enumerate(grid["d"])):
         n, d = int(n), int(d)
-        chunk = max(1, budget // system_bytes(n, d))
-        for lo in range(0, len(systems), chunk):
-            index = np.array(systems[lo:lo + chunk])
-            yield (a, b, *index.T), n, d, index
+        size = max(1, budget // system_bytes(n, d))
+        for lo in range(0, len(systems), size):
+            index = np.array(systems[lo:lo + size])
+            out.append(((a, b, *index.T), n, d, index))
+    return out
+
+
+def integrated(name: str, chunks: list[Chunk], integrate: Callable[[int, int, np.ndarray], dict[str, np.ndarray]],
+               device: torch.device, progress: bool = True) -> Iterator[tuple[tuple, dict[str, np.ndarray]]]:
+    """``(at, integrate(n, d, index))`` for every chunk, in order. On a CPU with T > 1 torch
+    threads and several chunks, T chunks run side by side, each on one thread (torch and BLAS
+    single-threaded inside it): the small tensors of a chunk keep a core busier alone than
+    split over two (benchmarks/RESULTS.md), and a chunk's numbers do not depend on T. At most
+    2 T chunks are in flight, so memory stays a few chunks."""
+    bar = tqdm(total=len(chunks), desc=name, disable=not progress, mininterval=5)
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads == 1 or len(chunks) == 1:
+        for at, n, d, index in chunks:
+            yield at, integrate(n, d, index)
+            bar.update()
+        bar.close()
+        return
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(1), ThreadPoolExecutor(threads) as pool:
+            pending: deque[tuple[tuple, Future]] = deque()
+            for at, n, d, index in chunks:
+                pending.append((at, pool.submit(integrate, n, d, index)))
+                while len(pending) > 2 * threads or (pending and pending[0][1].done()):
+                    first, future = pending.popleft()
+                    yield first, future.result()
+                    bar.update()
+            while pending:
+                first, future = pending.popleft()
+                yield first, future.result()
+                bar.update()
+    finally:
+        torch.set_num_threads(threads)
+        bar.close()
 
 
 def trajectory(x: torch.Tensor, step: Step, sample: Sample, steps: np.ndarray,

@@ -11,10 +11,12 @@ import math
 import torch
 from torch import Tensor
 
+from attnsweep.dynamics.ops import bmm
+
 
 def gram(x: Tensor) -> Tensor:
     """<x_i, x_j>, (B, n, n)."""
-    return x @ x.transpose(-1, -2)
+    return bmm(x, x.transpose(-1, -2))
 
 
 def clustered_pairs(g: Tensor, delta: float) -> Tensor:

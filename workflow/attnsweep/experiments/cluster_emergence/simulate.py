@@ -221,10 +221,13 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                       attention_snapshot=("snapshot_t", "token", "key"), query_snapshot=points, key_snapshot=points)
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
-                           driver.chunk_budget(job.block_mib, device), progress)
-    for at, n, d, index in chunks:
-        for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
+    chunks = driver.chunks(grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
+                           driver.chunk_budget(job.block_mib, device))
+    run = driver.integrated(NAME, chunks, lambda n, d, index: integrate(n, d, index, grid, seeds, opts, steps,
+                                                                        snap_steps, device, dtype),
+                            device, progress)
+    for at, arrays in run:
+        for var, array in arrays.items():
             out[var][at] = array
     coords = {"n": grid["n"], "d": grid["d"], "scale": grid["scale"], "seed": seeds, "t": steps * opts["dt"],
               "mode": np.arange(modes), "coord": np.arange(COORDS), "sign": list(SIGNS)}

@@ -58,7 +58,7 @@ class SphereClustering(Experiment):
     )
     options_schema = options_file(__file__)
     default_wildcards = ("n", "d")
-    version = 1
+    version = 2  # 2: chunks on CPU threads, numpy products, the fused SA kernel, the span of the tokens
     # t* is located along the output time (more seeds narrow it); a curve of the temperature
     # beta_eff = beta + gamma log n, drawn against beta (or gamma where only gamma is swept).
     targets = (Target("t_star", crossing=None, curves=("beta", "gamma")),)
@@ -116,7 +116,8 @@ class SphereClustering(Experiment):
         stages = 4 if opts["integrator"] == "rk4" else 1
         total = cost.JOB_S
         for n in map(int, grid["n"]):
-            for d in map(int, grid["d"]):
+            for d in (min(n, int(d)) if opts["matrices"] == "identity" else int(d) for d in grid["d"]):
+                # Q = K = V = I: integrated in the span of the n tokens (simulate.reduced_dimension)
                 record = 2 * n * n * d + 30 * n * n + (12 * n ** 3 if "boolean_rank" in opts["observables"] else 0)
                 batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
                                       cpu_chunk_bytes(job.block_mib))

@@ -63,12 +63,16 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
     snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
     size = torch.finfo(dtype).bits // 8
-    chunks = driver.chunks(NAME, grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
-                           driver.chunk_budget(job.block_mib, device), progress)
-    for at, n, d, index in chunks:
-        for var, array in integrate(n, d, index, grid, seeds, opts, steps, snap_steps, device, dtype).items():
+    chunks = driver.chunks(grid, systems, lambda n, d: system_bytes(n, reduced_dimension(n, d, opts), size,
+                                                                    opts["integrator"]),
+                           driver.chunk_budget(job.block_mib, device))
+    run = driver.integrated(NAME, chunks, lambda n, d, index: integrate(n, d, index, grid, seeds, opts, steps,
+                                                                        snap_steps, device, dtype),
+                            device, progress)
+    for at, arrays in run:
+        for var, array in arrays.items():
             if var == "snapshot":
-                snapshot[at + (slice(None), slice(0, n))] = array
+                snapshot[at + (slice(None), slice(0, array.shape[2]))] = array  # (systems, t, n, 2)
             else:
                 out[var][at] = array
     coords = {"n": grid["n"], "d": grid["d"], "seed": seeds, "rho": grid["rho"], "beta": grid["beta"],
@@ -91,6 +95,12 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     return result
 
 
+def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
+    """The dimension the tokens are integrated in: n when Q = K = V = I and n < d (they stay in
+    the span of the initial ones, :func:`attnsweep.dynamics.sphere.span_coordinates`), else d."""
+    return min(n, d) if opts["matrices"] == "identity" else d
+
+
 def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
               steps: np.ndarray, snap_steps: np.ndarray, device: torch.device,
               dtype: torch.dtype) -> dict[str, np.ndarray]:
@@ -107,6 +117,10 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
         v = torch.stack([drawn[i][1] for i in s]).to(device, dtype)
     step = sphere.stepper(opts["integrator"], beta, qk, v, opts["normalisation"], opts["dt"])
     identity = opts["matrices"] == "identity"
+    basis = None
+    if identity and reduced_dimension(n, d, opts) < d:  # the flow stays in the span of x(0)
+        x0, basis = sphere.span_coordinates(x0)
+        basis = basis[:, :2].to(device, dtype)  # the two coordinates a snapshot keeps
     recorders = {
         "clustered": lambda g: observables.clustered_pairs(g, opts["delta"]),
         "clusters": lambda g: observables.cluster_count(g, opts["cluster_delta"]),
@@ -122,7 +136,7 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
             gram = observables.gram(x)
             values = {var: recorders[var](gram) for var in opts["observables"]}
         if snapshot:
-            values["snapshot"] = x[..., :2]
+            values["snapshot"] = x[..., :2] if basis is None else x @ basis.transpose(-1, -2)
         return values, gram  # the step from k reuses the Gram matrix
 
     return driver.trajectory(x0.to(device, dtype), lambda k, x, gram: step(x, gram), sample, steps, snap_steps)
