@@ -64,6 +64,7 @@ def profile(args: argparse.Namespace) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
+    from threadpoolctl import threadpool_limits
 
     from attnsweep.dynamics import cpu_chunk_bytes, observables, ops, sphere
     from attnsweep.experiments.sphere_clustering import system_bytes
@@ -107,10 +108,15 @@ def profile(args: argparse.Namespace) -> None:
     flops = 2 * (2 * n * n * d)  # the two products of a step
     one = clock(lambda: ops.bmm(e, x)) / b
     cores = args.threads
-    with ThreadPoolExecutor(cores) as pool:  # every core multiplying chunks of its own
+    with threadpool_limits(1), ThreadPoolExecutor(cores) as pool:  # every core multiplying chunks of its own
+        def many(_: int) -> None:
+            for _ in range(1000):
+                ops.bmm(e, x)
+
+        list(pool.map(many, range(cores)))  # warm-up: a thread's first BLAS call sets up its buffers
         start = time.perf_counter()
-        list(pool.map(lambda _: [ops.bmm(e, x) for _ in range(200)], range(cores)))
-        rate = cores * 200 * b * (2 * n * n * d) / (time.perf_counter() - start)
+        list(pool.map(many, range(cores)))
+        rate = cores * 1000 * b * (2 * n * n * d) / (time.perf_counter() - start)
     print(f"  products alone: {flops / (2 * one) / 1e9:.1f} GFLOP/s one core; the machine's batched rate "
           f"({cores} cores side by side): {rate / 1e9:.1f} GFLOP/s")
     if args.step_us:
