@@ -94,6 +94,19 @@ def integrated(name: str, chunks: list[Chunk], integrate: Callable[[int, int, np
         bar.close()
 
 
+def run(name: str, job: Any, systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
+        integrate: Callable[..., dict[str, np.ndarray]], steps: np.ndarray, snap_steps: np.ndarray,
+        device: torch.device, dtype: torch.dtype, progress: bool = True) -> Iterator[tuple[tuple, dict]]:
+    """:func:`integrated` over the :func:`chunks` of a job (a ``JobSpec``) within its memory
+    budget, each chunk by the experiment's ``integrate(n, d, index, grid, seeds, options, steps,
+    snap_steps, device, dtype)``."""
+    def one(n: int, d: int, index: np.ndarray) -> dict[str, np.ndarray]:
+        return integrate(n, d, index, job.grid, job.seeds, job.options, steps, snap_steps, device, dtype)
+
+    return integrated(name, chunks(job.grid, systems, system_bytes, chunk_budget(job.block_mib, device)), one,
+                      device, progress)
+
+
 def trajectory(x: torch.Tensor, step: Step, sample: Sample, steps: np.ndarray,
                snap_steps: np.ndarray) -> dict[str, np.ndarray]:
     """Integrate ``x`` (B, ...) to the last of ``steps`` and ``snap_steps``, sampling at each of

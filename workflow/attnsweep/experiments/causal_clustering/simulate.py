@@ -83,11 +83,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         layout.update(snapshot=("snapshot_t", "token", "coord"), renyi_centre=("token",), strong_centre=("token",))
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    chunks = driver.chunks(grid, systems, lambda n, d: chunk_bytes(n, d, size, opts["integrator"], captures),
-                           driver.chunk_budget(job.block_mib, device))
-    run = driver.integrated(NAME, chunks, lambda n, d, index: integrate(n, d, index, grid, seeds, opts, steps,
-                                                                        snap_steps, device, dtype),
-                            device, progress)
+    run = driver.run(NAME, job, systems, lambda n, d: chunk_bytes(n, d, size, opts["integrator"], captures),
+                     integrate, steps, snap_steps, device, dtype, progress)
     for at, arrays in run:
         for var, array in arrays.items():
             out[var][at] = driver.fit(array, dict(enumerate(out[var][at].shape)))

@@ -221,11 +221,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                       attention_snapshot=("snapshot_t", "token", "key"), query_snapshot=points, key_snapshot=points)
     out = {var: np.full((*shape, *(extra[e] for e in dims)), np.nan) for var, dims in layout.items()}
     size = torch.finfo(dtype).bits // 8
-    chunks = driver.chunks(grid, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
-                           driver.chunk_budget(job.block_mib, device))
-    run = driver.integrated(NAME, chunks, lambda n, d, index: integrate(n, d, index, grid, seeds, opts, steps,
-                                                                        snap_steps, device, dtype),
-                            device, progress)
+    run = driver.run(NAME, job, systems, lambda n, d: system_bytes(n, d, size, opts["integrator"]),
+                     integrate, steps, snap_steps, device, dtype, progress)
     for at, arrays in run:
         for var, array in arrays.items():
             out[var][at] = array

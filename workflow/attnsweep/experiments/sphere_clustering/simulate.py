@@ -63,12 +63,9 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     out = {var: np.full((*shape, len(steps)), np.nan) for var in opts["observables"]}
     snapshot = np.full((*shape, len(snap_steps), max(grid["n"]), 2), np.nan)
     size = torch.finfo(dtype).bits // 8
-    chunks = driver.chunks(grid, systems, lambda n, d: system_bytes(n, reduced_dimension(n, d, opts), size,
-                                                                    opts["integrator"]),
-                           driver.chunk_budget(job.block_mib, device))
-    run = driver.integrated(NAME, chunks, lambda n, d, index: integrate(n, d, index, grid, seeds, opts, steps,
-                                                                        snap_steps, device, dtype),
-                            device, progress)
+    run = driver.run(NAME, job, systems,
+                     lambda n, d: system_bytes(n, reduced_dimension(n, d, opts), size, opts["integrator"]),
+                     integrate, steps, snap_steps, device, dtype, progress)
     for at, arrays in run:
         for var, array in arrays.items():
             if var == "snapshot":
