@@ -121,6 +121,10 @@ def test_fused_kernel_is_the_softmax_weighted_sum(beta: float, causal: bool) -> 
         for gram in (None, observables.gram(x)):
             got = sphere.weighted_sum(x, b, None, x, "sa", gram, mask, plan=(True, shift))
             torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
+    if causal:  # every system causal: the stepper passes True, one lower triangle for all
+        every = torch.ones(3, dtype=torch.bool)
+        torch.testing.assert_close(sphere.kernel(x, b, causal=True), sphere.kernel(x, b, causal=every), rtol=0, atol=0)
+        assert (sphere.kernel(x, b, causal=True).triu(1) == 0).all()
 
 
 def test_numpy_routed_primitives_match_torch() -> None:
