@@ -165,7 +165,7 @@ def stepper(integrator: str, beta: Tensor, qk: Tensor | None, v: Tensor | None,
         raise ValueError(f"unknown integrator {integrator!r} ({', '.join(INTEGRATORS)})") from None
 
     plan: tuple[bool, bool] | None = None
-    if causal is not None and bool(causal.all()):
+    if isinstance(causal, Tensor) and bool(causal.all()):
         causal = True  # every system causal: one lower triangle, no per-system mask
 
     def f(x: Tensor, gram: Tensor | None = None) -> Tensor:
