@@ -123,7 +123,7 @@ def span_coordinates(x: Tensor) -> tuple[Tensor, Tensor]:
     of a subspace holding them: x = r U^T, so <x_i, x_j> = <r_i, r_j> and |r_i| = |x_i|. With
     V = I and Q = K = I every step keeps each token in the span of the tokens (x_i' and every
     integrator stage are combinations of the x_j), so the flow of r in R^n is the flow of x:
-    exact up to rounding, with d/n times fewer flops in the n x d products (notes 001 s2)."""
+    exact up to rounding, with d/n times fewer flops in the n x d products."""
     u, upper = torch.linalg.qr(x.transpose(-1, -2))  # x^T = U R: r = R^T
     return upper.transpose(-1, -2), u
 
