@@ -35,6 +35,12 @@ def beta_eff(beta: Any, gamma: Any, n: Any) -> Any:
     return beta + gamma * np.log(n)
 
 
+def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
+    """The dimension the tokens are integrated in: n when Q = K = V = I and n < d (they stay in
+    the span of the initial ones, :func:`attnsweep.dynamics.sphere.span_coordinates`), else d."""
+    return min(n, d) if opts["matrices"] == "identity" else d
+
+
 def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
     """Working memory of one system during a step: scores and weights, tokens and stages, matrices."""
     stages = 4 if integrator == "rk4" else 1
@@ -116,8 +122,7 @@ class SphereClustering(Experiment):
         stages = 4 if opts["integrator"] == "rk4" else 1
         total = cost.JOB_S
         for n in map(int, grid["n"]):
-            for d in (min(n, int(d)) if opts["matrices"] == "identity" else int(d) for d in grid["d"]):
-                # Q = K = V = I: integrated in the span of the n tokens (simulate.reduced_dimension)
+            for d in (reduced_dimension(n, int(d), opts) for d in grid["d"]):
                 record = 2 * n * n * d + 30 * n * n + (12 * n ** 3 if "boolean_rank" in opts["observables"] else 0)
                 batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
                                       cpu_chunk_bytes(job.block_mib))

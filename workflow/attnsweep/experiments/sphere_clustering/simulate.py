@@ -18,7 +18,7 @@ import xarray as xr
 
 from attnsweep import rng
 from attnsweep.dynamics import driver, ensembles, observables, sphere
-from attnsweep.experiments.sphere_clustering import system_bytes
+from attnsweep.experiments.sphere_clustering import reduced_dimension, system_bytes
 from attnsweep.grid import Axis
 from attnsweep.registry import JobSpec
 
@@ -90,12 +90,6 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                         delta=opts["delta"],
                         cluster_delta=opts["cluster_delta"])
     return result
-
-
-def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
-    """The dimension the tokens are integrated in: n when Q = K = V = I and n < d (they stay in
-    the span of the initial ones, :func:`attnsweep.dynamics.sphere.span_coordinates`), else d."""
-    return min(n, d) if opts["matrices"] == "identity" else d
 
 
 def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
