@@ -43,6 +43,19 @@ def test_chunks_cut_every_point_into_budgeted_runs_of_systems() -> None:
     np.testing.assert_array_equal(np.arange(10).reshape(2, 1, 5)[at], [0, 1])  # at picks the chunk's systems
 
 
+def test_chunks_come_in_multiples_of_the_threads_with_equal_sizes() -> None:
+    """Two threads: 5 systems of one point that fit 2 a chunk make 4 chunks (not 3, which would
+    leave one thread alone at the end), sizes within one; never more chunks than systems."""
+    grid = {"n": [4], "d": [2]}
+    systems = [(i,) for i in range(5)]
+    sizes = [len(index) for *_, index in driver.chunks(grid, systems, lambda n, d: 8, 16, parts=2)]
+    assert sizes == [2, 1, 1, 1]
+    sizes = [len(index) for *_, index in driver.chunks(grid, systems[:1], lambda n, d: 8, 16, parts=2)]
+    assert sizes == [1]
+    rows = np.concatenate([index for *_, index in driver.chunks(grid, systems, lambda n, d: 8, 16, parts=3)])
+    np.testing.assert_array_equal(rows[:, 0], range(5))  # every system once, in order
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_integrated_runs_every_chunk_once_in_order_on_one_thread_each(threads: int) -> None:
     """Side by side on a CPU: every chunk once, results handed back in chunk order, torch

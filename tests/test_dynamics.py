@@ -128,8 +128,9 @@ def test_fused_kernel_is_the_softmax_weighted_sum(beta: float, causal: bool) -> 
 
 
 def test_numpy_routed_primitives_match_torch() -> None:
-    """ops.bmm (numpy's matmul on a CPU) and ops.exp_ give torch's numbers to rounding, for
-    float32 and float64, transposed operands and a broadcast right factor."""
+    """ops.bmm (numpy's matmul on a CPU) and ops.exp_ give torch's numbers to rounding and
+    ops.count_at_least its count exactly, for float32 and float64, transposed operands and a
+    broadcast right factor."""
     from attnsweep.dynamics import ops
 
     for dtype, tol in ((torch.float32, 1e-5), (F64, 1e-13)):
@@ -139,6 +140,8 @@ def test_numpy_routed_primitives_match_torch() -> None:
         e = a.clone()
         assert ops.exp_(e) is e
         torch.testing.assert_close(e, a.exp(), rtol=tol, atol=0)
+        level = float(a.median())
+        assert ops.count_at_least(a, level).tolist() == (a >= level).sum((-1, -2)).tolist()
 
 
 @pytest.mark.parametrize("integrator", ["euler", "rk4"])

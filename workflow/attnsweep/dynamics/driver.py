@@ -9,6 +9,7 @@ three, so a chunk's numbers do not depend on the experiment's bookkeeping.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,16 +47,18 @@ def chunk_budget(block_mib: int, device: torch.device) -> int:
 
 
 def chunks(grid: dict[str, list], systems: list[tuple[int, ...]], system_bytes: Callable[[int, int], int],
-           budget: int) -> list[Chunk]:
+           budget: int, parts: int = 1) -> list[Chunk]:
     """``(at, n, d, index)`` for every (n, d) of ``grid`` and every chunk of ``systems`` (rows of
-    index positions) that fits ``budget`` bytes (at least one system); ``at`` indexes the chunk's
+    index positions): as few chunks as fit ``budget`` bytes each (at least one system), their
+    count rounded up to a multiple of ``parts`` (the threads running chunks side by side, so that
+    none waits alone at the end) and their sizes equal to one system; ``at`` indexes the chunk's
     systems in arrays of shape (len(n), len(d), *system axes)."""
     out = []
     for (a, n), (b, d) in itertools.product(enumerate(grid["n"]), enumerate(grid["d"])):
         n, d = int(n), int(d)
-        size = max(1, budget // system_bytes(n, d))
-        for lo in range(0, len(systems), size):
-            index = np.array(systems[lo:lo + size])
+        count = math.ceil(len(systems) / max(1, budget // system_bytes(n, d)))
+        count = min(len(systems), parts * math.ceil(count / parts))
+        for index in np.array_split(np.array(systems), count):
             out.append(((a, b, *index.T), n, d, index))
     return out
 
@@ -98,12 +101,13 @@ def run(name: str, job: Any, systems: list[tuple[int, ...]], system_bytes: Calla
         integrate: Callable[..., dict[str, np.ndarray]], steps: np.ndarray, snap_steps: np.ndarray,
         device: torch.device, dtype: torch.dtype, progress: bool = True) -> Iterator[tuple[tuple, dict]]:
     """:func:`integrated` over the :func:`chunks` of a job (a ``JobSpec``) within its memory
-    budget, each chunk by the experiment's ``integrate(n, d, index, grid, seeds, options, steps,
+    budget (on a CPU, a multiple of the threads), each chunk by the experiment's ``integrate(n, d, index, grid, seeds, options, steps,
     snap_steps, device, dtype)``."""
     def one(n: int, d: int, index: np.ndarray) -> dict[str, np.ndarray]:
         return integrate(n, d, index, job.grid, job.seeds, job.options, steps, snap_steps, device, dtype)
 
-    return integrated(name, chunks(job.grid, systems, system_bytes, chunk_budget(job.block_mib, device)), one,
+    parts = torch.get_num_threads() if device.type == "cpu" else 1
+    return integrated(name, chunks(job.grid, systems, system_bytes, chunk_budget(job.block_mib, device), parts), one,
                       device, progress)
 
 

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from attnsweep.dynamics.ops import bmm
+from attnsweep.dynamics.ops import bmm, count_at_least
 
 
 def gram(x: Tensor) -> Tensor:
@@ -23,7 +23,7 @@ def clustered_pairs(g: Tensor, delta: float) -> Tensor:
     """Fraction of ordered pairs i != j with <x_i, x_j> >= 1 - delta: the per-realisation
     estimate of P_delta(t, beta) of Figure 3 (a pair statistic, notes 001 s2)."""
     n = g.shape[-1]
-    close = (g >= 1 - delta).sum((-1, -2)) - (g.diagonal(dim1=-2, dim2=-1) >= 1 - delta).sum(-1)
+    close = count_at_least(g, 1 - delta) - (g.diagonal(dim1=-2, dim2=-1) >= 1 - delta).sum(-1)
     return close.to(g.dtype) / (n * (n - 1))
 
 

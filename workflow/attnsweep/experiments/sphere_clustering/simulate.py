@@ -98,7 +98,8 @@ def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: l
     """Integrate the systems ``index`` (rows of seed, rho, beta, gamma positions) of one (n, d)
     to the last output step, recording the observables at ``steps``; arrays (systems, steps)."""
     s, r, b, g = index.T
-    x0 = torch.stack([initial_tokens(n, d, seeds[i], grid["rho"][j]) for i, j in zip(s, r)])
+    drawn_tokens = {(i, j): initial_tokens(n, d, seeds[i], grid["rho"][j]) for i, j in set(zip(s, r))}
+    x0 = torch.stack([drawn_tokens[i, j] for i, j in zip(s, r)])
     beta = torch.tensor([grid["beta"][i] + grid["gamma"][j] * math.log(n) for i, j in zip(b, g)],
                         dtype=dtype, device=device)
     drawn = {seed: matrices(opts, d, seeds[seed]) for seed in np.unique(s)}
