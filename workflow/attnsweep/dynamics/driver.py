@@ -101,8 +101,8 @@ def run(name: str, job: Any, systems: list[tuple[int, ...]], system_bytes: Calla
         integrate: Callable[..., dict[str, np.ndarray]], steps: np.ndarray, snap_steps: np.ndarray,
         device: torch.device, dtype: torch.dtype, progress: bool = True) -> Iterator[tuple[tuple, dict]]:
     """:func:`integrated` over the :func:`chunks` of a job (a ``JobSpec``) within its memory
-    budget (on a CPU, a multiple of the threads), each chunk by the experiment's ``integrate(n, d, index, grid, seeds, options, steps,
-    snap_steps, device, dtype)``."""
+    budget (on a CPU, a multiple of the threads), each chunk by the experiment's
+    ``integrate(n, d, index, grid, seeds, options, steps, snap_steps, device, dtype)``."""
     def one(n: int, d: int, index: np.ndarray) -> dict[str, np.ndarray]:
         return integrate(n, d, index, job.grid, job.seeds, job.options, steps, snap_steps, device, dtype)
 
