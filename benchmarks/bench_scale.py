@@ -1,17 +1,22 @@
-"""Scale of the workflow itself, not of the kernels: planning 10^4 jobs and reducing 10^3 stores.
+"""Scale of the workflow itself, not of the kernels: planning, reducing and reading the state of
+10^3 to 10^5 jobs.
 
 - ``dryrun``: a generated config with ``--jobs`` simulate jobs (n x d x seeds, every other axis
   batched) and ``snakemake --dry-run`` on it in an empty directory, as a user types it (the
   default profile applies). Target: <= 20 s for 10^4 jobs. The printed job count is checked.
 - ``reduce``: ``--stores`` run stores (copies of one real job's store at distinct (n, d, seed),
   so the reduction reads real variables and shapes) reduced by the workflow's own steps
-  (``collect`` -> ``reduce`` -> ``boundary``) in one fresh process. Target: <= 20 s and
-  <= 2 GB peak resident memory for 10^3 stores.
+  (``collect`` -> ``reduce`` -> ``boundary``) in one fresh process. Targets: <= 20 s and
+  <= 2 GB peak resident memory for 10^3 stores, <= 60 s and 4 GB for 10^4.
+- ``status``: ``attnsweep status`` on a config of ``--jobs`` simulate jobs whose results tree
+  holds every store (each a one-file store whose job spec is that job's, values copied from one
+  real job: status reads specs, not values). Target: <= 5 s for 10^4 jobs.
 
 Each figure is the median of ``--repeats`` runs, timed from outside (``bench_process.run``).
 
 usage: python benchmarks/bench_scale.py dryrun [--jobs 10000] [--repeats 3]
        python benchmarks/bench_scale.py reduce [--stores 1000] [--repeats 3]
+       python benchmarks/bench_scale.py status [--jobs 10000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -62,7 +68,7 @@ def make_stores(folder: Path, count: int) -> list[Path]:
     """``count`` run stores: one real job's store copied to distinct (n, d, seed) coordinates."""
     from attnsweep.config import load_sweep
     from attnsweep.jobs import run_job
-    from attnsweep.store import open_store, write_atomic
+    from attnsweep.store import open_store, write_file
 
     grid = grid_for(count)
     plan = load_sweep({"device": "cpu", "experiments": {"critical_scaling": {**grid, "n": [16], "d": [2],
@@ -75,7 +81,7 @@ def make_stores(folder: Path, count: int) -> list[Path]:
         job = {**json.loads(source.attrs["job"]), "seeds": [seed]}
         job["grid"] = {**job["grid"], "n": [n], "d": [d]}
         copy = source.assign_coords(n=[n], d=[d], seed=[seed]).assign_attrs(job=json.dumps(job))
-        paths.append(write_atomic(copy, folder / "runs" / f"{index:05d}.zarr"))
+        paths.append(write_file(copy, folder / "runs" / f"{index:05d}.zarr"))
     return paths
 
 
@@ -101,6 +107,38 @@ def reduce(stores: int, repeats: int) -> None:
           f"(min {low:.2f}, max {high:.2f}), peak {peak:.2f} GiB, {repeats} runs")
 
 
+def status(jobs: int, repeats: int) -> None:
+    from attnsweep.config import load_sweep
+    from attnsweep.jobs import run_job
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = {"device": "cpu", "experiments": {"critical_scaling": grid_for(jobs)}}
+        Path(tmp, "config.yaml").write_text(yaml.safe_dump(config))
+        os.chdir(tmp)
+        sweep = load_sweep(config)
+        plan = sweep.plans["critical_scaling"]
+        specs = plan.jobs()
+        first = next(iter(specs.values()))
+        source = run_job(first, Path(tmp, "source.zarr"), device="cpu", progress=False)
+        with zipfile.ZipFile(source) as zf:
+            entries = {name: zf.read(name) for name in zf.namelist()}
+        root = json.loads(entries["zarr.json"])
+        for path, spec in specs.items():  # the source's arrays under each job's own spec
+            root["attributes"]["job"] = json.dumps(spec.to_dict())
+            store = Path(sweep.results, "critical_scaling", "runs", f"{path}.zarr")
+            store.parent.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(store, "w") as zf:
+                for name, data in entries.items():
+                    zf.writestr(name, json.dumps(root) if name == "zarr.json" else data)
+        cmd = [sys.executable, "-m", "attnsweep.cli", "status", "config.yaml"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        if f"{jobs} jobs: {jobs} done" not in out:
+            raise SystemExit(f"status did not count {jobs} done jobs:\n{out}")
+        wall, low, high, peak = median_of(cmd, repeats)
+    print(f"attnsweep status, {jobs} jobs, all done: median {wall:.2f} s (min {low:.2f}, max {high:.2f}), "
+          f"peak {peak:.2f} GiB, {repeats} runs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -110,6 +148,9 @@ def main() -> None:
     p = sub.add_parser("reduce")
     p.add_argument("--stores", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=3)
+    p = sub.add_parser("status")
+    p.add_argument("--jobs", type=int, default=10_000)
+    p.add_argument("--repeats", type=int, default=3)
     p = sub.add_parser("reduce-in-process")  # the timed child of `reduce`
     p.add_argument("folder", type=Path)
     args = parser.parse_args()
@@ -117,6 +158,8 @@ def main() -> None:
         dryrun(args.jobs, args.repeats)
     elif args.what == "reduce":
         reduce(args.stores, args.repeats)
+    elif args.what == "status":
+        status(args.jobs, args.repeats)
     else:
         reduce_stores(args.folder)
 

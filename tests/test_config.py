@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 from attnsweep.errors import ConfigError
 from attnsweep.grid import expand, expand_seeds, format_value
@@ -267,15 +268,17 @@ def test_experiments_lists_axes():
 
 
 def test_run_writes_store_with_dims_and_provenance(tmp_path):
-    """A one-job run through ``attnsweep run``: every axis and seed a dimension, CF-style
-    long_name/units on every variable, and the provenance attrs.
+    """A one-job run through ``attnsweep run``: one file, opened as the README says without
+    attnsweep; every axis and seed a dimension, CF-style long_name/units on every variable, and
+    the provenance attrs.
     """
     out = tmp_path / "X.zarr"
     result = cli("run", "critical_scaling", "n=16", "d=4", "rho=0.2,0.5", "gamma=1,3", "seeds=2",
                  "eta_method=hutchinson", "probes=4", "dtype=float64", "--out", str(out), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    ds = xr.open_zarr(out, zarr_format=3, consolidated=False)
+    assert out.is_file()
+    ds = xr.open_zarr(zarr.storage.ZipStore(out, mode="r"), zarr_format=3, consolidated=False)
     for dim in ("n", "d", "seed", "rho", "gamma", "alpha"):
         assert dim in ds.dims, dim
     assert ds["lambda"].dims == ("n", "d", "seed", "rho", "gamma", "alpha")

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 import yaml
 
 from attnsweep.aggregate import collect
@@ -216,3 +219,60 @@ def test_collect_in_slabs_or_processes_equals_one_slab_and_refuses_holes(tmp_pat
     with pytest.raises(ValueError, match="grid points are in no run store"):
         collect(stores[1:], tmp_path / "holed.zarr", grid)
     assert not (tmp_path / "holed.zarr").exists()
+
+
+def as_earlier_layout(store: Path) -> None:
+    """Rewrite a run store as attnsweep wrote it before run stores were one file: a zarr v3
+    directory store, zarr's default chunks, at the same path, with the ``.snakemake_timestamp``
+    that Snakemake put in a directory output, both at the store's mtime."""
+    ds = open_store(store).load()
+    for var in ds.variables.values():
+        var.encoding = {}
+    stat = store.stat()
+    store.unlink()
+    ds.to_zarr(store, mode="w", zarr_format=3, consolidated=False)
+    (store / ".snakemake_timestamp").touch()
+    for path in (store / ".snakemake_timestamp", store):
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.mark.slow
+def test_a_tree_of_the_earlier_layout_reads_and_grows_without_recomputing(tmp_path: Path) -> None:
+    """Run stores written as directories (the earlier layout) are read in place: Snakemake
+    reruns none of them, collect gives the same sweep bit for bit, and a grown grid adds
+    one-file stores beside them. ``attnsweep pack`` then rewrites them as one file each, with
+    their values and mtimes: Snakemake has nothing to redo."""
+    config = {"device": "cpu", "dtype": "float64", "experiments": {"critical_scaling": dict(SECTION)}}
+    snakemake(tmp_path, config)
+    out = tmp_path / "results" / "critical_scaling"
+    before = open_store(out / "sweep.zarr").load()
+    runs = sorted((out / "runs").rglob("*.zarr"))
+    assert len(runs) == 2 and all(p.is_file() for p in runs)
+    for store in runs:
+        as_earlier_layout(store)
+    shutil.rmtree(out / "sweep.zarr")
+    again = snakemake(tmp_path, config)
+    assert simulate_jobs(again) == 0 and "collect" in again.stderr
+    assert all(p.is_dir() for p in runs)
+    after = open_store(out / "sweep.zarr").load()
+    for var in before.data_vars:
+        np.testing.assert_array_equal(after[var].values, before[var].values, err_msg=var)
+
+    config["experiments"]["critical_scaling"]["rho"] = [0.2, 0.5, 0.8]
+    assert simulate_jobs(snakemake(tmp_path, config)) == 2
+    stores = sorted(p for p in (out / "runs").rglob("*.zarr"))
+    assert sum(p.is_dir() for p in stores) == 2 and sum(p.is_file() for p in stores) == 2
+    grown = open_store(out / "sweep.zarr").load()
+    for var in before.data_vars:
+        np.testing.assert_array_equal(grown[var].sel(rho=[0.2, 0.5]).values, before[var].values, err_msg=var)
+        assert np.isfinite(grown[var].sel(rho=0.8).values).any(), var
+
+    old = {p: (open_store(p).load(), (p / ".snakemake_timestamp").stat().st_mtime_ns) for p in stores if p.is_dir()}
+    packed = subprocess.run([sys.executable, "-m", "attnsweep.cli", "pack", "results"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert packed.returncode == 0, packed.stderr
+    assert "2 directory run stores packed into one file each" in packed.stdout
+    for path, (ds, mtime_ns) in old.items():
+        assert path.is_file() and path.stat().st_mtime_ns == mtime_ns
+        xr.testing.assert_identical(open_store(path).load(), ds)
+    assert "Nothing to be done" in snakemake(tmp_path, config, "--dry-run").stdout

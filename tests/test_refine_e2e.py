@@ -97,7 +97,7 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, timeout=600)
     first = json.loads(record_text(tmp_path))
     assert len(first["rounds"]) == 1 and first["final"]["reason"] == "the round limit (1) is reached"
-    stores = {p: p.stat().st_mtime_ns for p in results(tmp_path).glob("runs/**/*.zarr/zarr.json")}
+    stores = {p: p.stat().st_mtime_ns for p in results(tmp_path).glob("runs/**/*.zarr")}
     assert len(stores) == 2  # the base block and round 1's
 
     config["experiments"][NAME]["refine"]["rounds"] = 10

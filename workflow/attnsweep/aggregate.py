@@ -25,7 +25,8 @@ import xarray as xr
 import zarr.api.asynchronous as zarr_async
 
 from attnsweep import registry
-from attnsweep.store import open_store, provenance, write_atomic, write_with
+from attnsweep.layout import is_file_store, root_attrs
+from attnsweep.store import open_store, provenance, write_atomic, write_with, zarr_store
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads")
@@ -41,8 +42,9 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     values. ``points`` are the rectangles (axis -> values) the sweep holds, a refined sweep
     being a union of them (default: the whole ``grid``): a point of them that no store holds is
     an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
-    (axes x seed) says which points hold values. Where each store goes is read
-    from its job spec (``zarr.json`` attrs); its data variables are read concurrently through
+    (axes x seed) says which points hold values. Each variable is one file per slab (a zarr
+    shard) in chunks of one fanned-out point (:func:`_sharded`). Where each store goes is read
+    from its job spec (root attrs); its data variables are read concurrently through
     zarr's asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores:
     a reader costs ~1.5 s of imports, a store ~16 ms), a slab of at most ``slab_mib`` along one
     dimension at a time, so memory holds one slab and its stores, never the whole sweep.
@@ -50,7 +52,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     multiprocessing does: its work must sit under ``if __name__ == "__main__"``.
     """
     runs = [Path(p) for p in runs]
-    attrs = [_attrs(p) for p in runs]
+    attrs = [root_attrs(p) for p in runs]
     held = [{**job["grid"], "seed": job["seeds"]} for job in (json.loads(a["job"]) for a in attrs)]
     if grid is None:
         grid = {axis: sorted(set().union(*(h[axis] for h in held))) for axis in held[0]}
@@ -66,6 +68,8 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
                _placement(extent[dim], index[dim]) if dim in union else every[dim] for dim in first.dims}
               for h, extent in zip(held, extents)]
     slab_dim, size = _slab(first, coords, slab_mib << 20)
+    fanned = [dim for dim in experiment.default_wildcards if dim not in ("seed", slab_dim)]
+    encoding = {var: _sharded(first[var], coords, slab_dim, size, fanned) for var in first.data_vars}
     template = xr.Dataset(
         {var: (first[var].dims, da.full(_shape(first[var], coords), np.nan, dtype=first[var].dtype,
                                         chunks=_shape(first[var], coords, {slab_dim: size})), first[var].attrs)
@@ -87,7 +91,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
     def write(tmp: Path, pool: Executor | None) -> None:
-        template.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, compute=False)
+        template.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, compute=False, encoding=encoding)
         for lo in range(0, len(coords[slab_dim]), size):
             hi = min(lo + size, len(coords[slab_dim]))
             slab = {var: np.full(_shape(first[var], coords, {slab_dim: hi - lo}), np.nan, first[var].dtype)
@@ -156,17 +160,14 @@ def _read_batch(stores: list[Path], variables: list[str]) -> list[dict[str, np.n
     return asyncio.run(_read_all(stores, variables))
 
 
-def _attrs(store: Path) -> dict:
-    """The attrs of a store, read from its ``zarr.json`` without opening its arrays."""
-    with open(store / "zarr.json") as fh:
-        return json.load(fh)["attributes"]
-
-
 async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
     """Every variable of every store, read concurrently (one event loop for all the I/O)."""
-    async def read(store: Path) -> dict[str, np.ndarray]:
-        arrays = await asyncio.gather(*(zarr_async.open_array(store=str(store / v), mode="r") for v in variables))
+    async def read(path: Path) -> dict[str, np.ndarray]:
+        store = zarr_store(path)
+        arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
         values = await asyncio.gather(*(a.getitem(...) for a in arrays))
+        if is_file_store(path):
+            store.close()
         return dict(zip(variables, values))
 
     return await asyncio.gather(*(read(store) for store in stores))
@@ -175,6 +176,15 @@ async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, 
 def _shape(var: xr.DataArray, coords: dict[str, np.ndarray], override: dict[str, int] | None = None) -> tuple:
     override = override or {}
     return tuple(override.get(dim, len(coords[dim])) for dim in var.dims)
+
+
+def _sharded(var: xr.DataArray, coords: dict[str, np.ndarray], slab_dim: str, size: int,
+             fanned: list[str]) -> dict[str, tuple]:
+    """Zarr encoding of a sweep variable: one shard (one file) per slab that collect writes, in
+    chunks of one value along the fanned-out axes ``fanned`` (one (n, d) point of a figure, all
+    its seeds and batched values), so that selecting a point reads its chunks alone."""
+    shard = _shape(var, coords, {slab_dim: size})
+    return {"shards": shard, "chunks": tuple(1 if dim in fanned else s for dim, s in zip(var.dims, shard))}
 
 
 def _placement(values: list, index: pd.Index) -> tuple[np.ndarray, np.ndarray]:
@@ -196,12 +206,13 @@ def _slab(first: xr.Dataset, coords: dict[str, np.ndarray], budget: int) -> tupl
 
 
 def reduce(sweep_path: str | Path, out: str | Path) -> Path:
-    """Seed statistics and theory: ``summary.zarr``."""
+    """Seed statistics and theory: ``summary.zarr``, each variable one chunk (one file): the
+    figures and ``boundary`` load it whole."""
     sweep = open_store(sweep_path, chunks={})
     experiment = registry.get(sweep.attrs["experiment"])
-    summary = experiment.reduce(sweep)
+    summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
-    return write_atomic(summary, out)
+    return write_atomic(summary, out, encoding={name: {"chunks": var.shape} for name, var in summary.variables.items()})
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:

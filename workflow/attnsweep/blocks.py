@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from attnsweep.layout import root_attrs
 from attnsweep.registry import JobSpec
 
 Point = tuple[Any, ...]
@@ -50,7 +52,7 @@ def rectangles(axes: dict[str, list[Any]], covered: set[Point]) -> list[dict[str
 
 
 def stored_jobs(folder: Path) -> Iterator[tuple[str, JobSpec]]:
-    """``(key, spec)`` of every complete store in ``folder``, read from its ``zarr.json`` attrs.
+    """``(key, spec)`` of every complete store in ``folder`` (either layout), read from its root attrs.
 
     Complete means present at its final path (stores are renamed into place when whole); a
     store without a readable job spec (another program's, or damaged) is skipped.
@@ -63,9 +65,7 @@ def stored_jobs(folder: Path) -> Iterator[tuple[str, JobSpec]]:
         if entry.name.startswith(".") or not entry.name.endswith(".zarr"):
             continue
         try:
-            with open(os.path.join(entry.path, "zarr.json")) as fh:
-                attrs = json.load(fh).get("attributes", {})
-            spec = JobSpec.from_dict(json.loads(attrs["job"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            spec = JobSpec.from_dict(json.loads(root_attrs(entry.path)["job"]))
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile):
             continue
         yield entry.name.removesuffix(".zarr"), spec

@@ -1,4 +1,5 @@
-"""Command line: ``attnsweep experiments | run | validate | status | refine | job | aggregate``.
+"""Command line: ``attnsweep experiments | schema | validate | status | run | refine | pack``, and
+``job``, ``collect``, ``aggregate`` (what the rules call).
 
 ``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
 one runs.
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from attnsweep.errors import ConfigError
@@ -170,6 +173,20 @@ def cmd_collect(args: argparse.Namespace) -> None:
         aggregate.collect(**json.load(fh))
 
 
+def cmd_pack(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from attnsweep.store import pack
+
+    stores = sorted(p for p in Path(args.results).glob("*/runs/**/*.zarr")
+                    if p.is_dir() and not p.name.startswith("."))
+    files = sum(len(names) for store in stores for _, _, names in os.walk(store))
+    for store in tqdm(stores, desc="pack", disable=not sys.stderr.isatty()):
+        pack(store)
+    print(f"{args.results}: {len(stores)} directory run stores packed into one file each "
+          f"({files} files -> {len(stores)})")
+
+
 def cmd_aggregate(args: argparse.Namespace) -> None:
     from attnsweep import worker
 
@@ -225,6 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="gather a sweep's run stores into sweep.zarr (what the collect rule calls)")
     p.add_argument("arguments", help="a JSON file of the keyword arguments of attnsweep.aggregate.collect")
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("pack", help="rewrite the directory run stores of earlier versions under a results "
+                                    "tree as one file each (what new jobs write); nothing reruns")
+    p.add_argument("results", nargs="?", default="results")
+    p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("aggregate", help="one reduction step of a sweep (what the reduce, boundary and "
                                          "figure rules call)")

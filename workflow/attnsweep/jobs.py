@@ -13,14 +13,14 @@ from attnsweep import registry
 from attnsweep.device import resolve_device, resolve_dtype
 from attnsweep.registry import JobSpec
 from attnsweep.status import running_marker
-from attnsweep.store import provenance, write_atomic
+from attnsweep.store import provenance, write_file
 
 log = logging.getLogger("attnsweep")
 
 
 def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int | None = None,
             progress: bool = True) -> Path:
-    """Simulate ``spec`` on ``device`` and write its store atomically to ``out``.
+    """Simulate ``spec`` on ``device`` and write its store, one file, atomically to ``out``.
 
     A marker next to ``out`` names this process while it works (``attnsweep status``).
     """
@@ -48,6 +48,6 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
             # Of this process; a child of the warm server also counts the server's imports.
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         ))
-        path = write_atomic(ds, out)
+        path = write_file(ds, out)
     log.info("%s: done in %.2f s", out, wall)
     return path

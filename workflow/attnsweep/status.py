@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnsweep.grid import format_value
+from attnsweep.layout import complete
 
 if TYPE_CHECKING:
     from attnsweep.config import Sweep
@@ -104,7 +105,7 @@ def _last_line(log: Path) -> str:
 
 def job_status(point: str, store: Path, log: Path) -> JobStatus:
     """The state of one simulate job from its store, marker and log."""
-    if (store / "zarr.json").is_file():
+    if complete(store):
         return JobStatus(point, "done")
     marker = marker_path(store)
     if marker.is_file():

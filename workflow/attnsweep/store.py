@@ -1,5 +1,16 @@
 """Zarr v3 stores that appear only when complete, with provenance attrs.
 
+Two layouts, both opened by :func:`open_store`:
+
+- A run store (one simulate job, ``runs/<job>.zarr``) is one file: a zip archive of a zarr v3
+  store, its entries stored as they are (zarr compresses the chunks itself), every array one
+  chunk up to :data:`WHOLE_CHUNK_BYTES`. Shared filesystems count files and metadata operations,
+  not bytes: a directory store of a job is 25 to 2000 files, the archive one. Outside attnsweep:
+  ``xr.open_zarr(zarr.storage.ZipStore(path, mode="r"))``. Run stores written as directories
+  by attnsweep before 0.21 are read the same way, in place.
+- The aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``) are directory stores:
+  they are written region by region and read lazily by dask, which a zip cannot do in parallel.
+
 A store is written to a hidden temporary sibling (``.name.zarr.tmp-<pid>``) and renamed into
 place: ``rename`` within one directory is atomic on POSIX filesystems, so a killed job leaves
 at most a temporary sibling, never a final path that looks finished.
@@ -14,6 +25,7 @@ import platform
 import shutil
 import subprocess
 import warnings
+import zipfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -21,8 +33,10 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+import zarr
 
 import attnsweep
+from attnsweep.layout import is_file_store
 
 
 @cache
@@ -55,9 +69,52 @@ def provenance(**extra: Any) -> dict[str, Any]:
     return attrs
 
 
-def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write ``ds`` as a zarr v3 store at ``path`` via a temporary sibling and a rename."""
-    return write_with(lambda tmp: ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False), path)
+#: A run store's arrays up to this size (uncompressed) are one chunk each; larger ones keep
+#: zarr's default chunks.
+WHOLE_CHUNK_BYTES = 256 << 20
+#: Chunks under this size are stored raw: zarr decodes a compressed chunk in a thread of its
+#: own (~0.2 ms a chunk, most of a small store's read), to save a few kB.
+RAW_BYTES = 1 << 20
+
+
+def write_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
+    """Write ``ds`` as a zarr v3 directory store at ``path`` via a temporary sibling and a rename."""
+    return write_with(lambda tmp: ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False,
+                                             encoding=encoding), path)
+
+
+def write_file(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write ``ds`` (in memory) as a one-file store at ``path`` (see the module docstring): the
+    zarr store is built in memory, then archived to a temporary sibling that is renamed into place."""
+    entries: dict = {}
+    encoding = {}
+    for name, var in ds.variables.items():
+        size = var.size * var.dtype.itemsize
+        encoding[name] = ({"chunks": var.shape} if size <= WHOLE_CHUNK_BYTES else {}) | (
+            {"compressors": None} if size < RAW_BYTES else {})
+    ds.to_zarr(zarr.storage.MemoryStore(entries), mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+
+    def archive(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+            for key in sorted(entries):
+                zf.writestr(key, entries[key].to_bytes())
+
+    return write_with(archive, path)
+
+
+def pack(path: str | Path) -> Path:
+    """A directory run store (the earlier layout) rewritten in place as a one-file store, the
+    same values, attrs and the mtime Snakemake saw (its ``.snakemake_timestamp`` if any), so
+    that nothing downstream looks out of date. The directory stays until the file is whole."""
+    path = Path(path)
+    stamp = path / ".snakemake_timestamp"
+    mtime_ns = (stamp if stamp.exists() else path).stat().st_mtime_ns
+    ds = open_store(path).load()
+    for var in ds.variables.values():
+        var.encoding = {}
+    write_file(ds, path)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+    return path
 
 
 class StoreWriteError(OSError):
@@ -77,7 +134,8 @@ class StoreWriteError(OSError):
 
 
 def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
-    """Let ``writer`` fill a temporary sibling of ``path``, then rename it into place.
+    """Let ``writer`` fill a temporary sibling of ``path`` (a file or a directory), then rename
+    it into place, replacing what was there (a store of either layout).
 
     On any error the temporary sibling is removed (which also frees a full disk) and the final
     path is left as it was; an ``OSError`` is raised again as :class:`StoreWriteError`.
@@ -86,23 +144,43 @@ def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        _remove(tmp)
         writer(tmp)
-        if path.exists():
-            shutil.rmtree(path)
-        os.rename(tmp, path)
+        aside = path.with_name(f".{path.name}.old-{os.getpid()}")
+        if path.is_dir():  # a rename replaces a file, never a directory: move it aside first
+            os.rename(path, aside)
+        elif tmp.is_dir():
+            _remove(path)
+        os.replace(tmp, path)
+        _remove(aside)
     except BaseException as err:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove(tmp, ignore_errors=True)
         if isinstance(err, OSError) and not isinstance(err, StoreWriteError):
             raise StoreWriteError(path, err) from err
         raise
     return path
 
 
+def _remove(path: Path, ignore_errors: bool = False) -> None:
+    """Remove a file or a directory tree at ``path``, if any."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=ignore_errors)
+    else:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            if not ignore_errors:
+                raise
+
+
+def zarr_store(path: str | Path) -> zarr.storage.StoreLike:
+    """What zarr opens a store of either layout from: a read-only ``ZipStore`` or the directory."""
+    return zarr.storage.ZipStore(path, mode="r") if is_file_store(path) else str(path)
+
+
 def open_store(path: str | Path, chunks: Any = None) -> xr.Dataset:
-    """Open a store written by :func:`write_atomic` (lazily with dask when ``chunks`` is given)."""
+    """Open a store of either layout (lazily with dask when ``chunks`` is given)."""
     with warnings.catch_warnings():
         # Snakemake marks directory outputs with a .snakemake_timestamp file, which zarr notes.
         warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
-        return xr.open_zarr(path, zarr_format=3, consolidated=False, chunks=chunks)
+        return xr.open_zarr(zarr_store(path), zarr_format=3, consolidated=False, chunks=chunks)

@@ -1,5 +1,7 @@
-# One job = one block of the grid = one zarr v3 store, renamed into place when complete;
-# its name hashes what its numbers depend on (attnsweep.blocks).
+# One job = one block of the grid = one store, one file (a zip archive of a zarr v3 store,
+# attnsweep.store), renamed into place when complete; its name hashes what its numbers depend
+# on (attnsweep.blocks). A run store of an earlier version, a directory at the same path, is
+# read in place (Snakemake checks the file/directory kind of an output only after it runs it).
 #
 # A `run:` block rather than `shell:`: Snakemake formats a shell rule's command three times
 # per job when it logs the job, dry runs included (~0.5 ms a job, a fifth of a 10^4-job dry
@@ -16,7 +18,7 @@
 
 rule simulate:
     output:
-        store=directory(f"{RESULTS}/{{experiment}}/runs/{{job}}.zarr"),
+        store=f"{RESULTS}/{{experiment}}/runs/{{job}}.zarr",
     log:
         f"{LOGS}/{{experiment}}/simulate/{{job}}.log",
     threads: SWEEP.config["threads"]

@@ -1,0 +1,70 @@
+"""Files and bytes a sweep leaves on disk, per job and per sweep, in either run-store layout.
+
+Reads a results tree (the default config's: ``snakemake --cores all``) and counts, per
+experiment: the run stores (one file each now), the files and bytes under ``runs/``, and the
+aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.*``, ``figures/``). For the layout before
+(a zarr v3 directory store per job), each run store is written again as a directory store with
+the chunking the earlier ``write_atomic`` gave it (zarr's default), in a scratch directory, and
+counted the same way. Bytes are apparent sizes (``st_size``) and allocated blocks (``st_blocks``):
+a small file takes a whole block on most filesystems, so many small files cost more than their bytes.
+
+usage: python benchmarks/bench_files.py results/
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from attnsweep.store import open_store
+
+
+def tally(root: Path) -> tuple[int, int, int]:
+    """Files, apparent bytes and allocated bytes under ``root`` (a file or a directory)."""
+    paths = [root] if root.is_file() else [Path(d, f) for d, _, files in os.walk(root) for f in files]
+    stats = [p.stat() for p in paths]
+    return len(paths), sum(s.st_size for s in stats), sum(s.st_blocks * 512 for s in stats)
+
+
+def as_directory(store: Path, scratch: Path) -> Path:
+    """The run store written as the earlier layout wrote it: a directory store, default chunks."""
+    ds = open_store(store).load()
+    for var in ds.variables.values():
+        var.encoding = {}
+    out = scratch / "run.zarr"
+    ds.to_zarr(out, mode="w", zarr_format=3, consolidated=False)
+    return out
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path)
+    args = parser.parse_args()
+    print("| experiment | jobs | run files before -> after (per job, max) | runs MiB before -> after "
+          "(apparent / allocated) | aggregate files (sweep, summary, boundary, figures) "
+          "| sweep files before -> after |")
+    print("|---|---|---|---|---|---|")
+    for folder in sorted(p for p in args.results.iterdir() if (p / "runs").is_dir()):
+        stores = sorted(p for p in (folder / "runs").rglob("*.zarr") if not p.name.startswith("."))
+        after = [tally(p) for p in stores]
+        with tempfile.TemporaryDirectory() as tmp:
+            before = [tally(as_directory(p, Path(tmp))) if p.is_file() else tally(p) for p in stores]
+        aggregates = {name: tally(folder / name)[0] for name in ("sweep.zarr", "summary.zarr", "boundary.zarr",
+                                                                   "boundary.csv", "figures")
+                      if (folder / name).exists()}
+        agg = sum(aggregates.values())
+        files_b, files_a = sum(b[0] for b in before), sum(a[0] for a in after)
+        print(f"| {folder.name} | {len(stores)} | {files_b} -> {files_a} ({max(b[0] for b in before)} -> "
+              f"{max(a[0] for a in after)}) | {mib(sum(b[1] for b in before))} / {mib(sum(b[2] for b in before))} -> "
+              f"{mib(sum(a[1] for a in after))} / {mib(sum(a[2] for a in after))} | {agg} "
+              f"({', '.join(str(v) for v in aggregates.values())}) | {files_b + agg} -> {files_a + agg} |")
+
+
+if __name__ == "__main__":
+    main()
