@@ -15,7 +15,8 @@
 Each figure is the median of ``--repeats`` runs, timed from outside (``bench_process.run``).
 
 usage: python benchmarks/bench_scale.py dryrun [--jobs 10000] [--repeats 3]
-       python benchmarks/bench_scale.py reduce [--stores 1000] [--repeats 3]
+       python benchmarks/bench_scale.py reduce [--stores 1000] [--repeats 3] [--keep DIR]
+       python benchmarks/bench_scale.py reduce-in-process DIR   (the step times of one run)
        python benchmarks/bench_scale.py status [--jobs 10000] [--repeats 3]
 """
 
@@ -86,25 +87,38 @@ def make_stores(folder: Path, count: int) -> list[Path]:
 
 
 def reduce_stores(folder: Path) -> None:
-    """The workflow's reduction steps on every store in ``folder/runs`` (one timed process)."""
+    """The workflow's reduction steps on every store in ``folder/runs`` (one timed process); the
+    seconds of each step on stderr."""
+    import time
+
     from attnsweep import aggregate
 
+    start = time.perf_counter()
     runs = sorted((folder / "runs").glob("*.zarr"))
-    aggregate.collect(runs, folder / "sweep.zarr", workers=WORKERS)
-    aggregate.reduce(folder / "sweep.zarr", folder / "summary.zarr")
-    aggregate.boundary(folder / "sweep.zarr", folder / "summary.zarr", folder / "boundary.csv",
-                       folder / "boundary.zarr")
+    steps = {
+        "collect": lambda: aggregate.collect(runs, folder / "sweep.zarr", workers=WORKERS),
+        "reduce": lambda: aggregate.reduce(folder / "sweep.zarr", folder / "summary.zarr"),
+        "boundary": lambda: aggregate.boundary(folder / "sweep.zarr", folder / "summary.zarr",
+                                               folder / "boundary.csv", folder / "boundary.zarr"),
+    }
+    for name, step in steps.items():
+        begin = time.perf_counter()
+        step()
+        print(f"{name} {time.perf_counter() - begin:.2f} s", file=sys.stderr)
+    print(f"steps {time.perf_counter() - start:.2f} s (imports before them not counted)", file=sys.stderr)
 
 
-def reduce(stores: int, repeats: int) -> None:
+def reduce(stores: int, repeats: int, keep: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        make_stores(folder, stores)
-        cmd = [sys.executable, __file__, "reduce-in-process", tmp]
+        folder = keep or Path(tmp)
+        if not (folder / "runs").is_dir():
+            make_stores(folder, stores)
+        cmd = [sys.executable, __file__, "reduce-in-process", str(folder)]
         wall, low, high, peak = median_of(cmd, repeats)
-        rows = len(Path(tmp, "boundary.csv").read_text().splitlines()) - 1
+        rows = len(Path(folder, "boundary.csv").read_text().splitlines()) - 1
+        files = {name: sum(len(f) for _, _, f in os.walk(folder / name)) for name in ("sweep.zarr", "summary.zarr")}
     print(f"reduce {stores} stores (collect, reduce, boundary; {rows} boundary rows): median {wall:.2f} s "
-          f"(min {low:.2f}, max {high:.2f}), peak {peak:.2f} GiB, {repeats} runs")
+          f"(min {low:.2f}, max {high:.2f}), peak {peak:.2f} GiB, {repeats} runs; files {files}")
 
 
 def status(jobs: int, repeats: int) -> None:
@@ -148,6 +162,7 @@ def main() -> None:
     p = sub.add_parser("reduce")
     p.add_argument("--stores", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--keep", type=Path, help="make (or reuse) the run stores in this folder, and keep them")
     p = sub.add_parser("status")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--repeats", type=int, default=3)
@@ -157,7 +172,7 @@ def main() -> None:
     if args.what == "dryrun":
         dryrun(args.jobs, args.repeats)
     elif args.what == "reduce":
-        reduce(args.stores, args.repeats)
+        reduce(args.stores, args.repeats, args.keep)
     elif args.what == "status":
         status(args.jobs, args.repeats)
     else:

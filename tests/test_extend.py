@@ -204,7 +204,7 @@ def test_snakemake_runs_only_the_new_values(tmp_path: Path) -> None:
 def test_collect_in_slabs_or_processes_equals_one_slab_and_refuses_holes(tmp_path: Path) -> None:
     """Truth: one slab read by this process; slabs of one value, and stores read by two
     reader processes, give the same arrays bit for bit."""
-    plan = plan_of({**SECTION, "n": [16, 24], "d": [3, 4]})
+    plan = plan_of({**SECTION, "n": [16, 24], "d": [3, 4], "seeds": 3})  # seed the longest: the slab dimension
     results = tmp_path / "results"
     stores = [results / "critical_scaling" / "runs" / f"{p}.zarr" for p in run_missing(plan, results)]
     grid = {**plan.grid, "seed": plan.seeds}
@@ -213,6 +213,11 @@ def test_collect_in_slabs_or_processes_equals_one_slab_and_refuses_holes(tmp_pat
     pooled = open_store(collect(stores, tmp_path / "pooled.zarr", grid, slab_mib=0, workers=2,
                                 stores_per_worker=1)).load()
     assert whole["lambda"].encoding["chunks"] != sliced["lambda"].encoding["chunks"]
+    # one shard (one file) a slab, in chunks of one (n, d) point: the seed slab is whole here
+    assert whole["lambda"].dims[:3] == ("n", "d", "seed")
+    assert whole["lambda"].encoding["shards"] == whole["lambda"].shape
+    assert whole["lambda"].encoding["chunks"] == (1, 1, *whole["lambda"].shape[2:])
+    assert len(list((tmp_path / "whole.zarr" / "lambda").rglob("c/*/*/*/*/*/*"))) == 1
     for var in whole.data_vars:
         np.testing.assert_array_equal(whole[var].values, sliced[var].values, err_msg=var)
         np.testing.assert_array_equal(whole[var].values, pooled[var].values, err_msg=var)
