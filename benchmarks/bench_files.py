@@ -1,12 +1,13 @@
 """Files and bytes a sweep leaves on disk, per job and per sweep, in either run-store layout.
 
 Reads a results tree (the default config's: ``snakemake --cores all``) and counts, per
-experiment: the run stores (one file each now), the files and bytes under ``runs/``, and the
-aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.*``, ``figures/``). For the layout before
-(a zarr v3 directory store per job), each run store is written again as a directory store with
-the chunking the earlier ``write_atomic`` gave it (zarr's default), in a scratch directory, and
-counted the same way. Bytes are apparent sizes (``st_size``) and allocated blocks (``st_blocks``):
-a small file takes a whole block on most filesystems, so many small files cost more than their bytes.
+experiment: the run stores, the files and bytes under ``runs/``, and the aggregates
+(``sweep.zarr``, ``summary.zarr``, ``boundary.*``, ``figures/``). Each run store is written again
+in a scratch directory in both layouts and counted there: as the earlier ``write_atomic`` wrote
+it (a zarr v3 directory store, zarr's default chunks) and as ``write_file`` writes it now, so the
+table holds for the code at hand whichever layout the tree has. Bytes are apparent sizes
+(``st_size``) and allocated blocks (``st_blocks``): a small file takes a whole block on most
+filesystems, so many small files cost more than their bytes.
 
 usage: python benchmarks/bench_files.py results/
 """
@@ -18,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from attnsweep.store import open_store
+from attnsweep.store import open_store, write_file
 
 
 def tally(root: Path) -> tuple[int, int, int]:
@@ -28,14 +29,15 @@ def tally(root: Path) -> tuple[int, int, int]:
     return len(paths), sum(s.st_size for s in stats), sum(s.st_blocks * 512 for s in stats)
 
 
-def as_directory(store: Path, scratch: Path) -> Path:
-    """The run store written as the earlier layout wrote it: a directory store, default chunks."""
+def rewritten(store: Path, scratch: Path) -> tuple[Path, Path]:
+    """The run store written as the earlier layout wrote it (a directory store, default chunks)
+    and as this one does (one file)."""
     ds = open_store(store).load()
     for var in ds.variables.values():
         var.encoding = {}
-    out = scratch / "run.zarr"
-    ds.to_zarr(out, mode="w", zarr_format=3, consolidated=False)
-    return out
+    directory = scratch / "run.zarr"
+    ds.to_zarr(directory, mode="w", zarr_format=3, consolidated=False)
+    return directory, write_file(ds, scratch / "run-file.zarr")
 
 
 def mib(n: int) -> str:
@@ -52,9 +54,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for folder in sorted(p for p in args.results.iterdir() if (p / "runs").is_dir()):
         stores = sorted(p for p in (folder / "runs").rglob("*.zarr") if not p.name.startswith("."))
-        after = [tally(p) for p in stores]
-        with tempfile.TemporaryDirectory() as tmp:
-            before = [tally(as_directory(p, Path(tmp))) if p.is_file() else tally(p) for p in stores]
+        before, after = [], []
+        for store in stores:
+            with tempfile.TemporaryDirectory() as tmp:
+                directory, single = rewritten(store, Path(tmp))
+                before.append(tally(directory))
+                after.append(tally(single))
         aggregates = {name: tally(folder / name)[0] for name in ("sweep.zarr", "summary.zarr", "boundary.zarr",
                                                                    "boundary.csv", "figures")
                       if (folder / name).exists()}

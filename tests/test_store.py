@@ -70,7 +70,7 @@ def dataset() -> xr.Dataset:
 
 def test_one_file_store_round_trip(tmp_path: Path) -> None:
     """A run store is one zip file whose entries are those of the zarr store, each once, every
-    array one chunk (raw under 1 MiB, compressed above); it opens identical, by open_store and
+    array one chunk (raw under 64 KiB, compressed above); it opens identical, by open_store and
     by plain xarray through zarr's ZipStore."""
     path = write_file(dataset(), tmp_path / "p.zarr")
     assert path.is_file() and list(tmp_path.iterdir()) == [path]

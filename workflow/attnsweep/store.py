@@ -73,8 +73,8 @@ def provenance(**extra: Any) -> dict[str, Any]:
 #: zarr's default chunks.
 WHOLE_CHUNK_BYTES = 256 << 20
 #: Chunks under this size are stored raw: zarr decodes a compressed chunk in a thread of its
-#: own (~0.2 ms a chunk, most of a small store's read), to save a few kB.
-RAW_BYTES = 1 << 20
+#: own (~0.2 ms a chunk, most of a small store's read), to save at most this much.
+RAW_BYTES = 64 << 10
 
 
 def write_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
