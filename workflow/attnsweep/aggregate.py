@@ -44,9 +44,9 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
     (axes x seed) says which points hold values. Each variable is one file per slab (a zarr
     shard) in chunks of one fanned-out point (:func:`_sharded`). Where each store goes is read
-    from its job spec (root attrs); its data variables are read concurrently through
-    zarr's asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores:
-    a reader costs ~1.5 s of imports, a store ~16 ms), a slab of at most ``slab_mib`` along one
+    from its job spec (root attrs); its data variables are read concurrently through zarr's
+    asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores: a reader
+    costs ~1.5 s of imports, a one-file store ~6 ms), a slab of at most ``slab_mib`` along one
     dimension at a time, so memory holds one slab and its stores, never the whole sweep.
     With ``workers`` > 1 the caller's main module is imported again by the readers, as
     multiprocessing does: its work must sit under ``if __name__ == "__main__"``.

@@ -7,7 +7,7 @@ Two layouts, both opened by :func:`open_store`:
   chunk up to :data:`WHOLE_CHUNK_BYTES`. Shared filesystems count files and metadata operations,
   not bytes: a directory store of a job is 25 to 2000 files, the archive one. Outside attnsweep:
   ``xr.open_zarr(zarr.storage.ZipStore(path, mode="r"))``. Run stores written as directories
-  by attnsweep before 0.21 are read the same way, in place.
+  by earlier versions are read the same way, in place (:func:`pack` converts one).
 - The aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``) are directory stores:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
 
@@ -142,11 +142,11 @@ def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    aside = path.with_name(f".{path.name}.old-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove(tmp)
         writer(tmp)
-        aside = path.with_name(f".{path.name}.old-{os.getpid()}")
         if path.is_dir():  # a rename replaces a file, never a directory: move it aside first
             os.rename(path, aside)
         elif tmp.is_dir():
@@ -155,6 +155,8 @@ def write_with(writer: Callable[[Path], Any], path: str | Path) -> Path:
         _remove(aside)
     except BaseException as err:
         _remove(tmp, ignore_errors=True)
+        if aside.exists() and not path.exists():
+            os.rename(aside, path)  # the earlier store back in place
         if isinstance(err, OSError) and not isinstance(err, StoreWriteError):
             raise StoreWriteError(path, err) from err
         raise
