@@ -98,7 +98,8 @@ class CausalClustering(Experiment):
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
-        twice: records and result), 300 MiB of runtime."""
+        three times: records, result, and the result encoded for the one-file store), 300 MiB of
+        runtime."""
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
@@ -110,7 +111,7 @@ class CausalClustering(Experiment):
         chunk = max(max(chunk_bytes(int(n), int(d), size, opts["integrator"], captures), job.block_mib << 20)
                     for n in grid["n"] for d in grid["d"])
         points = len(grid["n"]) * len(grid["d"])
-        return chunk + 2 * points * systems * per_system * 8 + (300 << 20)
+        return chunk + 3 * points * systems * per_system * 8 + (300 << 20)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}

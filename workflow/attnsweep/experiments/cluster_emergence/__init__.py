@@ -141,7 +141,8 @@ class ClusterEmergence(Experiment):
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
-        twice: records and result), 300 MiB of runtime."""
+        three times: records, result, and the result encoded for the one-file store), 300 MiB of
+        runtime."""
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
@@ -156,7 +157,7 @@ class ClusterEmergence(Experiment):
                 per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (9 + opts["modes"] + n) + 8 * opts["modes"]
                 worst = max(worst, max(one, job.block_mib << 20))
                 stored += systems * per_system * 8
-        return worst + 2 * stored + (300 << 20)
+        return worst + 3 * stored + (300 << 20)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}

@@ -131,10 +131,11 @@ class MixtureTraining(Experiment):
         return opts
 
     def job_memory_bytes(self, job: JobSpec) -> int:
-        """The forward and backward of one batch, the recorded arrays (float64, twice: the batch's
-        and the job's), and 400 MiB for the process itself (imports, the store write). Measured:
-        268 MiB for a tiny job, 376 MiB for 16 systems with 1001 records at K = 4 (estimate 442),
-        909 MiB for the paper's K = 8 job (64 systems, 1001 records; estimate 1143)."""
+        """The forward and backward of one batch, the recorded arrays (float64, three times: the
+        batch's, the job's, and the job's encoded for the one-file store), and 400 MiB for the
+        process itself (imports, the store write). Measured with the earlier directory store:
+        268 MiB for a tiny job, 376 MiB for 16 systems with 1001 records at K = 4 (estimate then
+        442), 909 MiB for the paper's K = 8 job (64 systems, 1001 records; estimate then 1143)."""
         grid, opts = job.grid, job.options
         size = job.itemsize
         K, L = int(max(grid["K"])), int(max(grid["L"]))
@@ -153,7 +154,7 @@ class MixtureTraining(Experiment):
         per_record = len(SERIES) + 4 + (L - 1) + 4 * K + 8 * K * K  # SHAPES: s_same, s_cross, opposing, align, score
         maps = (len(opts["map_steps"]) + 1) * 2 * 2 ** (L - 1) * L * L
         points = math.prod(len(grid[a]) for a in ("K", "L", "m")) * len(opts["engines"])
-        stored = 2 * 8 * points * systems * (records * per_record + maps)
+        stored = 3 * 8 * points * systems * (records * per_record + maps)
         return systems * per_system * size + stored + (400 << 20)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:

@@ -96,7 +96,8 @@ class SphereClustering(Experiment):
 
     def job_memory_bytes(self, job: JobSpec) -> int:
         """One chunk of systems (``block_mib``, at least one system), the recorded observables
-        (float64 per system and output time, twice: records and result), snapshots, 300 MiB runtime."""
+        (float64 per system and output time: records, result, and the result encoded for the
+        one-file store), snapshots (result and encoded), 300 MiB runtime."""
         from attnsweep.dynamics.times import output_steps
 
         opts, grid = job.options, job.grid
@@ -108,7 +109,7 @@ class SphereClustering(Experiment):
         chunk = max(max(system_bytes(int(n), int(d), size, opts["integrator"]), job.block_mib << 20)
                     for n in grid["n"] for d in grid["d"])
         snapshots = points * systems * len(opts["snapshot_times"]) * max(grid["n"]) * 2 * 8
-        return chunk + records + points * records + 2 * snapshots + (300 << 20)
+        return chunk + records + 2 * points * records + 3 * snapshots + (300 << 20)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
