@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr.api.asynchronous as zarr_async
+from zarr.storage import ZipStore
 
 from attnsweep import registry
-from attnsweep.layout import is_file_store, root_attrs
+from attnsweep.layout import root_attrs
 from attnsweep.store import open_store, provenance, write_atomic, write_with, zarr_store
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
@@ -166,7 +167,7 @@ async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, 
         store = zarr_store(path)
         arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
         values = await asyncio.gather(*(a.getitem(...) for a in arrays))
-        if is_file_store(path):
+        if isinstance(store, ZipStore):
             store.close()
         return dict(zip(variables, values))
 

@@ -85,10 +85,13 @@ def write_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None)
 
 def write_file(ds: xr.Dataset, path: str | Path) -> Path:
     """Write ``ds`` (in memory) as a one-file store at ``path`` (see the module docstring): the
-    zarr store is built in memory, then archived to a temporary sibling that is renamed into place."""
+    zarr store is built in memory, then archived to a temporary sibling that is renamed into place.
+    Any encoding ``ds`` carries (one read from a store) gives way to this layout's."""
     entries: dict = {}
     encoding = {}
+    ds = ds.copy()
     for name, var in ds.variables.items():
+        var.encoding = {}
         size = var.size * var.dtype.itemsize
         encoding[name] = ({"chunks": var.shape} if size <= WHOLE_CHUNK_BYTES else {}) | (
             {"compressors": None} if size < RAW_BYTES else {})
@@ -109,10 +112,7 @@ def pack(path: str | Path) -> Path:
     path = Path(path)
     stamp = path / ".snakemake_timestamp"
     mtime_ns = (stamp if stamp.exists() else path).stat().st_mtime_ns
-    ds = open_store(path).load()
-    for var in ds.variables.values():
-        var.encoding = {}
-    write_file(ds, path)
+    write_file(open_store(path).load(), path)
     os.utime(path, ns=(mtime_ns, mtime_ns))
     return path
 
