@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import processes
 import pytest
 import yaml
 
@@ -13,6 +14,8 @@ CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
 
 #: Tests that skip under CI (the environment variable CI set, as `.ci/run` runs): (nodeid, reason).
 SKIPPED: list[tuple[str, str]] = []
+#: Processes the tests started and left running (tests/processes.py), found at the end of the session.
+LEFTOVERS: list[str] = []
 
 
 def readme_files(section: str) -> dict[str, str]:
@@ -64,11 +67,8 @@ def refine_command(workdir: Path, *args: str) -> list[str]:
 def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory of one uninterrupted local refinement of tests/slurm_configs/refine.yaml
     (one core), shared read-only by the refinement and SLURM suites."""
-    import subprocess
-
     workdir = tmp_path_factory.mktemp("refine-reference")
-    done = subprocess.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True,
-                          timeout=600)
+    done = processes.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return workdir
 
@@ -101,11 +101,44 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         SKIPPED.append((report.nodeid, reason))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Adopt orphaned descendants (tests/processes.py), so that the session's end sees them all."""
+    processes.adopt_orphans()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """End every process the test's body started (tests/processes.py), whether it passed or failed."""
+    first = len(processes.STARTED)
+    try:
+        return (yield)
+    finally:
+        processes.end_since(first)
+
+
+def under_xdist_controller(config: pytest.Config) -> bool:
+    return config.pluginmanager.has_plugin("dsession")
+
+
+@pytest.hookimpl(trylast=True)  # after the runner's own sessionfinish has torn down every fixture
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Under CI the machine has root and no GPU (`.ci/run`): only the CUDA tests (marker ``gpu``)
-    may skip there. Any other skip fails the session, naming the test and its reason."""
-    if SKIPPED and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+    """Fail the session if a test left a process running (each one is ended and named), and,
+    under CI, if a test other than the CUDA tests skipped: the machine has root and no GPU
+    (`.ci/run`), so only tests marked ``gpu`` may skip there."""
+    config = session.config
+    if not under_xdist_controller(config):  # xdist workers check their own descendants
+        left = processes.leftovers()
+        if hasattr(config, "workerinput"):
+            config.workeroutput["leftovers"] = left
+        else:
+            LEFTOVERS.extend(left)
+    if (SKIPPED or LEFTOVERS) and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_testnodedown(node, error) -> None:
+    """Under xdist: the processes a worker found left over at its end."""
+    LEFTOVERS.extend(getattr(node, "workeroutput", {}).get("leftovers", []))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -113,3 +146,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("skipped under CI (only tests marked gpu may skip)", red=True)
         for nodeid, reason in SKIPPED:
             terminalreporter.line(f"{nodeid}: {reason}")
+    if LEFTOVERS:
+        terminalreporter.section("processes left running by the tests (ended now)", red=True)
+        for line in LEFTOVERS:
+            terminalreporter.line(line)

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import processes
 import pytest
 import xarray as xr
 import zarr
@@ -34,9 +35,9 @@ MT = "experiments.mixture_training"
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``attnsweep ARGS`` in a fresh interpreter of the running venv."""
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-m", "attnsweep.cli", *args],
-        capture_output=True, text=True, cwd=cwd, timeout=300,
+        capture_output=True, text=True, cwd=cwd,
     )
 
 

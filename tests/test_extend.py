@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import processes
 import pytest
 import xarray as xr
 import yaml
@@ -143,7 +144,7 @@ def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedPr
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), "--cores", "2",
            "results/critical_scaling/sweep.zarr", *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = processes.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -273,8 +274,8 @@ def test_a_tree_of_the_earlier_layout_reads_and_grows_without_recomputing(tmp_pa
         assert np.isfinite(grown[var].sel(rho=0.8).values).any(), var
 
     old = {p: (open_store(p).load(), (p / ".snakemake_timestamp").stat().st_mtime_ns) for p in stores if p.is_dir()}
-    packed = subprocess.run([sys.executable, "-m", "attnsweep.cli", "pack", "results"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    packed = processes.run([sys.executable, "-m", "attnsweep.cli", "pack", "results"], cwd=tmp_path,
+                            capture_output=True, text=True)
     assert packed.returncode == 0, packed.stderr
     assert "2 directory run stores packed into one file each" in packed.stdout
     for path, (ds, mtime_ns) in old.items():

@@ -4,10 +4,10 @@ Snakefile and the rules, and Snakemake's own linter on the workflow (it exits 1 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+import processes
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,7 +15,7 @@ BIN = Path(sys.executable).parent
 
 
 def check(*cmd: str) -> None:
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = processes.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(cmd)}:\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import processes
 import pytest
 import yaml
 from conftest import readme_files
@@ -56,7 +57,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(project: Path, *args: str, command: list[str] | None = None) -> subprocess.CompletedProcess:
     command = readme_command() if command is None else command
-    return subprocess.run([*command, *args], cwd=project, capture_output=True, text=True, timeout=600)
+    return processes.run([*command, *args], cwd=project, capture_output=True, text=True)
 
 
 def simulate_resources(plan: str) -> list[dict[str, str]]:
@@ -115,17 +116,17 @@ def test_the_module_run_holds_the_results_lock(project: Path, tmp_path: Path) ->
     section = yaml.safe_load(config.read_text())
     section["experiments"]["sphere_clustering"]["seeds"] = 3  # new work: the run must do jobs
     config.write_text(yaml.safe_dump(section))
-    proc = subprocess.Popen(readme_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = processes.start(readme_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
         lock = results / ".attnsweep.lock"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + processes.HANG_S
         while f"snakemake pid {proc.pid} " not in (lock.read_text() if lock.exists() else ""):
             assert proc.poll() is None, f"the run ended before it took the lock:\n{proc.stderr.read()[-3000:]}"
-            assert time.monotonic() < deadline, "no lock after 120 s"
+            assert time.monotonic() < deadline, f"no lock after {processes.HANG_S} s"
             time.sleep(0.02)
         with pytest.raises(ConfigError, match=f"in use by snakemake pid {proc.pid} "):
             claim(results).close()
     finally:
-        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+        assert proc.wait(timeout=processes.HANG_S) == 0, proc.stderr.read()[-3000:]
     claim(results).close()  # released with the run

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import processes
 import pytest
 import yaml
 from conftest import CONFIGS, refine_command
@@ -74,8 +75,8 @@ def test_refinement_finds_the_true_crossing_to_its_precision(tiny_refine: Path) 
 
 def dry_run_simulate_jobs(workdir: Path) -> int:
     snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
-    out = subprocess.run([os.sys.executable, "-m", "snakemake", "-n", "-s", str(snakefile), "--cores", "1",
-                          "--configfile", "config.yaml"], cwd=workdir, capture_output=True, text=True, timeout=300)
+    out = processes.run([os.sys.executable, "-m", "snakemake", "-n", "-s", str(snakefile), "--cores", "1",
+                          "--configfile", "config.yaml"], cwd=workdir, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     counts = [int(line.split()[1]) for line in out.stdout.splitlines() if line.startswith("simulate ")]
     return counts[0] if counts else 0
@@ -94,7 +95,7 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())
     config["experiments"][NAME]["refine"]["rounds"] = 1
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, timeout=600)
+    processes.run(command, cwd=tmp_path, check=True, capture_output=True)
     first = json.loads(record_text(tmp_path))
     assert len(first["rounds"]) == 1 and first["final"]["reason"] == "the round limit (1) is reached"
     stores = {p: p.stat().st_mtime_ns for p in results(tmp_path).glob("runs/**/*.zarr")}
@@ -110,8 +111,8 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     assert dry_run_simulate_jobs(tmp_path) == sum(len(plan.rect_jobs(rect)) for rect in second["blocks"]) == 1
 
     with open(tmp_path / "killed.out", "w") as out:
-        proc = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 300
+        proc = processes.start(command, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + processes.HANG_S
     locks = tmp_path / ".snakemake" / "locks"
     while not any(locks.glob("*")):  # round 2's Snakemake run has begun
         assert proc.poll() is None, (tmp_path / "killed.out").read_text()[-3000:]
@@ -120,7 +121,7 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert any(locks.glob("*"))  # stale
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = processes.run(command, cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in stores} == stores
     assert record_text(tmp_path) == record_text(tiny_refine)

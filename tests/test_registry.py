@@ -11,13 +11,13 @@ with pip, runs through the workflow to its boundary and figure; a broken one is 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import processes
 import pytest
 import yaml
 from conftest import readme_files
@@ -79,11 +79,11 @@ def test_an_option_named_like_an_axis_is_refused() -> None:
 
 def test_schema_command_prints_the_composed_schema() -> None:
     run = [sys.executable, "-m", "attnsweep.cli", "schema"]
-    whole = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    whole = processes.run(run, capture_output=True, text=True, check=True).stdout
     assert yaml.safe_load(whole) == schema()
-    one = yaml.safe_load(subprocess.run([*run, "mixture_training"], capture_output=True, text=True, check=True).stdout)
+    one = yaml.safe_load(processes.run([*run, "mixture_training"], capture_output=True, text=True, check=True).stdout)
     assert one["properties"] == schema()["properties"]["experiments"]["properties"]["mixture_training"]["properties"]
-    bad = subprocess.run([*run, "mixture"], capture_output=True, text=True)
+    bad = processes.run([*run, "mixture"], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr
 
 
@@ -101,15 +101,14 @@ def test_the_readme_template_experiment_runs_as_an_installed_package(tmp_path: P
         target = (work if path.startswith("config/") else package) / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(body)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(site), str(package)], check=True, capture_output=True, timeout=300)
+    processes.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(package)], check=True, capture_output=True)
     env = {**os.environ, "PYTHONPATH": str(site)}
-    listed = subprocess.run([sys.executable, "-m", "attnsweep.cli", "experiments"], env=env, capture_output=True,
+    listed = processes.run([sys.executable, "-m", "attnsweep.cli", "experiments"], env=env, capture_output=True,
                             text=True, check=True).stdout
     assert "toy_attention: sharpness of one softmax attention step" in listed
-    done = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2",
-                           "--configfile", "config/toy.yaml"], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = processes.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2",
+                           "--configfile", "config/toy.yaml"], cwd=work, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
 
     results = work / "results" / "toy_attention"
@@ -150,7 +149,7 @@ def test_a_broken_installed_experiment_is_one_line(tmp_path: Path, module: str, 
     for command in ([sys.executable, "-m", "attnsweep.cli", "validate", "config.yaml"],
                     [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml",
                      "--dry-run", "--cores", "1"]):
-        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        done = processes.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
         assert done.returncode != 0
         assert "Traceback" not in done.stderr, done.stderr
         line = [ln for ln in done.stderr.splitlines() if "attnsweep" in ln and "broken" in ln]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import processes
 import pytest
 import yaml
 
@@ -50,7 +51,7 @@ DATA_TARGET = f"results/{EXP}/boundary.csv"
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 LOCKED = "Directory cannot be locked"
 KILL_SEED = 20261123
-WAIT_S = 300.0
+WAIT_S = processes.HANG_S
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +69,7 @@ def start(workdir: Path, *args: str, name: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     out = open(workdir / f"{name}.out", "w")  # noqa: SIM115  (closed by the child's exit)
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = processes.start(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     out.close()
     proc.name = name  # type: ignore[attr-defined]
     return proc
@@ -83,8 +83,7 @@ def finish(workdir: Path, proc: subprocess.Popen, timeout: float = WAIT_S) -> tu
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        processes.end(proc)
         pytest.fail(f"snakemake ran over {timeout} s:\n{output(workdir, proc)[-3000:]}")
     return proc.returncode, output(workdir, proc)
 

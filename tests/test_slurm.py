@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+import processes
 import pytest
 import xarray as xr
 from conftest import refine_command
@@ -42,12 +43,17 @@ START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slu
 CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
 RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
+# A hang guard on the module's sweeps, not a time they must meet: they took 8:16 alone on a 2-core
+# Zen 3 and MEASURED under load here; 30 minutes is over twice that, reached only by a hang.
+HANG_S = 1800.0
 DAEMONS = ("slurmctld", "slurmd", "munged")
 # Dataset attrs that describe where and how long a job ran, not what it computed.
 PROVENANCE = re.compile(r"hostname|git_commit|wall_time|rss|elapsed")
 SLURM_ARGS = [
     "--slurm-status-command", "squeue",  # no accounting here: sacct would hang the run
-    "--slurm-init-seconds-before-status-checks", "10",  # default 40; each empty poll adds 10 s
+    # The first poll 1 s after a submission (default 40; each poll that finds nothing finished adds
+    # 10 s): the refinement's 7 rounds of submissions wait on SLURM one after another.
+    "--slurm-init-seconds-before-status-checks", "1",
     "--slurm-keep-successful-logs",
 ]
 # The venv must be on PATH inside the jobs (sbatch --export=ALL), which run `python -m snakemake`.
@@ -137,15 +143,14 @@ def snakemake(workdir: Path, experiment: str, *args: str, slurm: bool) -> subpro
         cmd += ["--cores", "2"]  # the default profile, warm worker included
     workdir.mkdir(parents=True, exist_ok=True)
     with open(workdir / "snakemake.out", "w") as log:
-        return subprocess.Popen([*cmd, *args], cwd=workdir, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+        return processes.start([*cmd, *args], cwd=workdir, env=ENV, stdout=log, stderr=subprocess.STDOUT)
 
 
 def finish(proc: subprocess.Popen, workdir: Path, deadline: float) -> str:
     try:
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        processes.end(proc)
     text = (workdir / "snakemake.out").read_text()
     assert proc.returncode == 0, f"snakemake in {workdir}: rc {proc.returncode}:\n{text[-4000:]}"
     return text
@@ -183,11 +188,12 @@ def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cance
 
 
 @pytest.fixture(scope="module")
-def sweeps(cluster, tmp_path_factory, tiny_run, tiny_refine) -> dict:
+def sweeps(cluster, tmp_path_factory, tiny_run, request) -> dict:
     """Per experiment: a SLURM sweep to boundary.csv, and the local run of the same config that
     the other suites share (``tiny_run``, made here while SLURM works if no suite made it yet);
     for RETRIED also a SLURM sweep of the simulate jobs in which one job is cancelled while it runs;
-    and the tiny refinement (two rounds) through the profile, against its local run (``tiny_refine``)."""
+    and the tiny refinement (two rounds) through the profile, against its local run (``tiny_refine``,
+    also made while SLURM works: asked for here, not as an argument, which would make it first)."""
     root = tmp_path_factory.mktemp("sweeps")
     names = registry.names()
     procs = {}
@@ -197,7 +203,7 @@ def sweeps(cluster, tmp_path_factory, tiny_run, tiny_refine) -> dict:
     refined = root / "refine" / "critical_scaling"
     refined.mkdir(parents=True)
     with open(refined / "snakemake.out", "w") as log:
-        procs[("refine", "critical_scaling")] = subprocess.Popen(
+        procs[("refine", "critical_scaling")] = processes.start(
             refine_command(refined, "--workflow-profile", str(PROFILE), *SLURM_ARGS), cwd=refined, env=ENV,
             stdout=log, stderr=subprocess.STDOUT)
     retried = root / "retried" / RETRIED
@@ -207,16 +213,15 @@ def sweeps(cluster, tmp_path_factory, tiny_run, tiny_refine) -> dict:
         target=cancel_one_running_simulate_job, args=(retried, procs[("retried", RETRIED)], cancelled)
     )
     watcher.start()
-    deadline = time.monotonic() + 540
+    deadline = time.monotonic() + HANG_S
     try:
         local = {name: tiny_run(name) for name in names}
+        request.getfixturevalue("tiny_refine")
         texts = {key: finish(proc, root / key[0] / key[1], deadline) for key, proc in procs.items()}
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=60)
-        watcher.join(timeout=30)
+        for proc in procs.values():  # every sweep with its jobs' processes, finished or not
+            processes.end(proc)
+        watcher.join()  # it returns once its sweep has ended
     jobs = {key: slurm_history(root / key[0] / key[1]) for key in procs}
     return {"root": root, "local": local, "text": texts, "jobs": jobs, "cancelled": cancelled, "refined": refined}
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import processes
 import pytest
 
 from attnsweep import status
@@ -80,7 +81,7 @@ def test_status_command(tmp_path: Path) -> None:
     config, _ = sweep_in(tmp_path)
     path = tmp_path / "c.yaml"
     path.write_text(json.dumps(config))
-    result = subprocess.run([sys.executable, "-m", "attnsweep.cli", "status", str(path), "--all"],
+    result = processes.run([sys.executable, "-m", "attnsweep.cli", "status", str(path), "--all"],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].endswith("0 done, 0 running, 0 interrupted, 0 failed, 5 pending")

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import processes
 import pytest
 import xarray as xr
 import zarr
@@ -48,7 +49,7 @@ def test_kill_9_mid_job_leaves_no_final_store(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "attnsweep.cli", "run", "critical_scaling", "n=512", "d=64",
            "rho=0.1,0.3,0.5,0.7,0.9", "gamma=1,2,4,8", "seeds=3", "eta_method=hutchinson", "probes=16", "device=cpu",
            "--out", str(out)]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    proc = processes.start(cmd, stderr=subprocess.PIPE, text=True)
     # Wait until the job is computing (its first log line), then kill it outright.
     assert "critical_scaling:" in proc.stderr.readline()
     time.sleep(1.0)

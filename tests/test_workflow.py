@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import processes
 import pytest
 import yaml
 from figcheck import check_figure, data_axes
@@ -39,7 +40,7 @@ def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedPr
     configfile.write_text(yaml.safe_dump(config))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
            "--configfile", str(configfile), "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return processes.run(cmd, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +178,6 @@ def test_a_config_file_is_the_whole_sweep(tmp_path: Path) -> None:
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     assert "critical_scaling" in sweep.stdout and not any(name in sweep.stdout for name in others)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(tmp_path), "--dry-run"]
-    plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    plain = processes.run(cmd, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert all(name in plain.stdout for name in others)
