@@ -54,6 +54,8 @@ def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys
     assert cli.main(["init", str(target), "--force"]) == 0
     assert config.read_bytes() == shipped.path("project", "config/config.yaml").read_bytes()
     assert (target / "Snakefile").exists()
+    assert cli.main(["init", str(REPO), "--force"]) == 0  # the checkout's links: left as they are
+    test_the_checkout_links_the_shipped_project()
 
 
 def test_a_missing_shipped_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,5 +23,6 @@ def init(directory: str | Path, force: bool = False) -> list[Path]:
         raise SetupError(f"init would overwrite {', '.join(existing)} (--force overwrites)")
     for source, target in zip(sources, targets):
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        if not (target.exists() and target.samefile(source)):  # a checkout's root links to the sources
+            shutil.copyfile(source, target)
     return targets
