@@ -2,8 +2,9 @@
 and a wheel in a fresh venv.
 
 Truths: the checkout's Snakefile, config/config.yaml and profiles are links to the package's own
-files, and ``init`` writes exactly those; ``init`` refuses, writing nothing, where any of them
-exists, unless ``--force``; a shipped file that is missing is one line naming it and how to get it.
+files, and ``init`` writes exactly those (the README shows its Snakefile as it is); ``init``
+refuses, writing nothing, where any of them exists, unless ``--force``; a shipped file that is
+missing is one line naming it and how to get it.
 The wheel built from the checkout's files, alone in a venv, validates and lists from any
 directory, and the project ``init`` makes there runs a tiny sweep to a report holding every
 figure; without its schema, the command line and snakemake say so in one line, status 1.
@@ -20,7 +21,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import CONFIGS
+from conftest import CONFIGS, readme_files
 
 from attnsweep import cli, registry, shipped
 from attnsweep.errors import SetupError
@@ -32,6 +33,11 @@ REPO = Path(__file__).resolve().parents[1]
 def test_the_checkout_links_the_shipped_project() -> None:
     for name in FILES:
         assert (REPO / name).resolve() == shipped.path("project", name).resolve(), name
+
+
+def test_the_readme_shows_the_snakefile_init_writes() -> None:
+    shown = readme_files("## A project from the installed package")["Snakefile"]
+    assert shown == shipped.path("project", "Snakefile").read_text()
 
 
 def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
