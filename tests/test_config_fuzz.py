@@ -24,11 +24,11 @@ import pytest
 import yaml
 
 from attnsweep import cli
-from attnsweep.config import SCHEMA
+from attnsweep.config import schema
 
 REPO = Path(__file__).resolve().parents[1]
 BASES = [REPO / "config" / "config.yaml", *sorted((REPO / "config" / "sweeps").glob("*.yaml"))]
-TOP_KEYS = set(yaml.safe_load(SCHEMA.read_text())["properties"])
+TOP_KEYS = set(schema()["properties"])
 SECONDS = 5.0  # per case; validation of a refused config takes milliseconds
 LINE = re.compile(r"^attnsweep: config error: ([^\s:]+): \S")
 

@@ -1,5 +1,5 @@
-"""Command line: ``attnsweep experiments | schema | validate | status | run | refine | pack``, and
-``job``, ``collect``, ``aggregate`` (what the rules call).
+"""Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | run |
+refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
 
 ``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
 one runs.
@@ -72,6 +72,21 @@ def format_duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.2g} s"
     return f"{seconds / 60:.2g} min" if seconds < 3600 else f"{seconds / 3600:.2g} h"
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    from attnsweep.project import init
+
+    for path in init(args.directory, force=args.force):
+        print(path)
+    print(f"{args.directory}: a new attnsweep project; run it there with `snakemake`, then "
+          "`snakemake --report report.html`")
+
+
+def cmd_workflow_path(_: argparse.Namespace) -> None:
+    from attnsweep.shipped import snakefile
+
+    print(snakefile())
 
 
 def cmd_experiments(_: argparse.Namespace) -> None:
@@ -198,6 +213,15 @@ def cmd_aggregate(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnsweep", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="start a project in DIR: a Snakefile using the installed workflow as a "
+                                    "module, the default config, the profiles")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--force", action="store_true", help="overwrite the files of an earlier project there")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("workflow-path", help="the installed workflow's Snakefile (module attnsweep: snakefile:)")
+    p.set_defaults(func=cmd_workflow_path)
 
     p = sub.add_parser("experiments", help="list experiments with their axes and defaults")
     p.set_defaults(func=cmd_experiments)

@@ -1,6 +1,6 @@
 r"""Config loading and validation into a :class:`Sweep` of :class:`~attnsweep.plan.Plan`\ s.
 
-Validation runs in stages, all before any job: finite numbers, the JSON schema in
+Validation runs in stages, all before any job: finite numbers, the JSON schema in the package's
 ``workflow/schemas/config.schema.yaml`` (which also fills the schema's defaults), counts against
 their caps, the experiment's axis domains on the expanded grids, then the time and memory of the
 biggest job. Every failure is a :class:`~attnsweep.errors.ConfigError` whose message names the
@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from attnsweep import registry
+from attnsweep import registry, shipped
 from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
 from attnsweep.grid import expand, expand_seeds, format_value
@@ -27,8 +27,6 @@ from attnsweep.plan import SEED, Plan, estimate
 from attnsweep.refine import load_record, recorded_blocks
 from attnsweep.refine import settings as refine_settings
 from attnsweep.registry import JobSpec
-
-SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -90,9 +88,10 @@ def schema() -> dict[str, Any]:
 
 @functools.cache
 def _schema() -> dict[str, Any]:
-    """The config's JSON schema: the global keys of ``SCHEMA``, and one section per registered
-    experiment composed from the experiment (:meth:`~attnsweep.registry.Experiment.config_schema`)."""
-    schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """The config's JSON schema: the global keys of the shipped ``workflow/schemas/config.schema.yaml``,
+    and one section per registered experiment (:meth:`~attnsweep.registry.Experiment.config_schema`)."""
+    text = shipped.path("workflow", "schemas", "config.schema.yaml").read_text()
+    schema = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     schema["properties"]["experiments"]["properties"] = {
         name: registry.get(name).config_schema() for name in registry.names()}
     return schema
