@@ -12,14 +12,13 @@ figure; without its schema, the command line and snakemake say so in one line, s
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
+import processes
 import pytest
 from conftest import CONFIGS, readme_files
 
@@ -81,22 +80,10 @@ def test_workflow_path_is_the_shipped_snakefile(capsys: pytest.CaptureFixture) -
 
 # ------------------------------------------------------------------ a wheel in a fresh venv
 
-# Per command, a hang guard only: the whole test took 14 to 15 s on 2 shared cores, its slowest command
-# (the tiny snakemake run) 6 to 9 s.
-HANG_S = 300
-
-
 def run(*cmd: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    """``cmd`` in its own session, killed with everything it started if it outlives HANG_S."""
-    proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=HANG_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"{cmd} ran over {HANG_S} s")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    """``cmd`` in a process group of its own, ended with everything it started (tests/processes.py;
+    the whole test takes 14 to 15 s on 2 shared cores, its slowest command 6 to 9 s)."""
+    return processes.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
 
 def ok(*cmd: str | Path, cwd: Path) -> str:

@@ -71,7 +71,8 @@ def test_a_leftover_process_fails_the_session_and_is_ended(tmp_path: Path, worke
 
 def test_run_ends_what_the_command_left_in_its_group() -> None:
     seconds = f"8{os.getpid() % 1000}"
-    done = processes.run(["sh", "-c", f"sleep {seconds} >/dev/null 2>&1 & echo started"], capture_output=True, text=True)
+    command = ["sh", "-c", f"sleep {seconds} >/dev/null 2>&1 & echo started"]
+    done = processes.run(command, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "started\n"
     deadline = time.monotonic() + processes.HANG_S
     while alive := sleepers(seconds):
