@@ -17,6 +17,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -33,9 +34,9 @@ def gemm_gflop(n: int, d: int, n_gamma: int, probes: int | None) -> float:
     return 2 * n * n * d * (2 + n_gamma + 1 + 2 * probes + 2 * probes * n_gamma) / 1e9
 
 
-def probes_of(plan: Plan) -> int | None:
-    """The Hutchinson probes of a critical_scaling plan, None for exact eta."""
-    return plan.options["probes"] if plan.options["eta_method"] == "hutchinson" else None
+def probes_of(options: dict[str, Any]) -> int | None:
+    """The Hutchinson probes of critical_scaling's options, None for exact eta."""
+    return options["probes"] if options["eta_method"] == "hutchinson" else None
 
 
 def per_rho_seconds(plan: Plan, device: torch.device, repeats: int, max_gflop: float = float("inf"),
@@ -43,7 +44,7 @@ def per_rho_seconds(plan: Plan, device: torch.device, repeats: int, max_gflop: f
     """Seconds of one rho with the plan's full gamma batch, per (n, d) of a critical_scaling plan:
     the median of ``repeats`` runs at the middle rho, or, past ``max_gflop`` of GEMM work, scaled
     from the largest measured d of the same n; each shape reported as a line."""
-    probes, n_gamma = probes_of(plan), len(plan.grid["gamma"])
+    probes, n_gamma = probes_of(plan.options), len(plan.grid["gamma"])
     rho_mid = plan.grid["rho"][len(plan.grid["rho"]) // 2]
     per_rho: dict[tuple[int, int], float] = {}
     for n in map(int, plan.grid["n"]):
@@ -86,7 +87,7 @@ def main() -> None:
     plan = sweep.plans["critical_scaling"]
     device = torch.device(args.device)
     torch.set_num_threads(sweep.config["threads"])
-    probes = probes_of(plan)
+    probes = probes_of(plan.options)
     print(f"{args.config}: device {device}, torch threads {torch.get_num_threads()}, "
           f"{len(plan.grid['gamma'])} gamma per rho, eta {'exact' if probes is None else f'by {probes} probes'}")
     per_rho = per_rho_seconds(plan, device, args.repeats, args.max_gflop)
