@@ -10,10 +10,11 @@ fails or runs out of time is recorded with its error and the others still run:
    as torch leaves it, and in float64), each the median of 5 timed runs after a warm-up.
 3. ``jobs``: for every registered experiment, one planned job of its paper-scale config
    (``CASES``: the job the cost model deems longest, with the config's own sizes), simulated in
-   this process as a simulate job runs it. A calibration run over 2% of the job's length (the
-   steps of its integration or training; for critical_scaling, its rho values) sizes the
-   measured run to ``--target-s`` (capped at the whole job). Reported: wall time, work units per
-   second, and the flops and bytes per second of the case's work model against the ceilings.
+   this process as a simulate job runs it. Runs over 1% of the job's length (the steps of its
+   integration or training; for critical_scaling, its rho values), a warm-up, then once and twice
+   that, give its fixed and per-step seconds, which size the measured run to ``--target-s``
+   (capped at the whole job). Reported: wall time, work units per second, and the flops and
+   bytes per second of the case's work model against the ceilings.
 4. ``authors``: the authors' ``phase-diagrams.py`` (paper 001) on this device, run by
    ``benchmarks/authors_rotf.py --device cuda`` (their code as written), against ``attnsweep run
    sphere_clustering`` at the same settings (n = d = 32, 1024 realisations, ``--authors-betas``
@@ -100,7 +101,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"
 #: Seconds each section may take on a GPU (``jobs`` and ``estimate``: per experiment); 450 in all.
 BUDGET_S = {"tests": 90, "ceilings": 20, "jobs": 40, "authors": 110, "estimate": 30, "estimate_rate": 5}
-CALIBRATION = 0.02  # the calibration run's share of a job's length
+CALIBRATION = 0.01  # the calibration runs' share of a job's length (once, then twice)
 TOY_TARGET_S = 0.3  # --dry: the measured run of a job
 
 
@@ -333,10 +334,13 @@ def measure_job(name: str, device: torch.device, toy: bool, target_s: float, bud
     path = max(estimates, key=estimates.get)  # the longest job by the cost model: it sets the sweep's time
     length = case.length(plan)
     k0 = max(1, math.ceil(CALIBRATION * length))
-    calibration = planned(config, name, case.cut(plan, k0))
-    t0 = timed(calibration, calibration.blocks()[path], device)
+    short, double = (planned(config, name, case.cut(plan, k)) for k in (k0, 2 * k0))
+    warm = timed(short, short.blocks()[path], device)  # first calls: kernels, handles, caches
+    t_a, t_b = timed(short, short.blocks()[path], device), timed(double, double.blocks()[path], device)
+    per_unit = (t_b - t_a) / k0 if t_b > t_a else t_b / (2 * k0)  # seconds per unit of length
+    fixed = max(0.0, t_b - 2 * k0 * per_unit)  # the job's own set-up, draws and result
     target = min(target_s, 0.6 * (budget - (time.perf_counter() - start)))
-    k1 = int(min(length, max(k0, k0 * target / t0)))
+    k1 = int(min(length, max(2 * k0, (target - fixed) / per_unit)))
     measured = planned(config, name, case.cut(plan, k1))
     job = measured.blocks()[path]
     if device.type == "cuda":
@@ -346,10 +350,10 @@ def measure_job(name: str, device: torch.device, toy: bool, target_s: float, bud
     flops, nbytes = case.work(job)
     rate = units / seconds
     entry = {"config": case.config, "job": path, "dtype": job.dtype, "unit": case.unit, "model": case.model,
-             "length": length, "length_run": k1, "calibration": {"length": k0, "seconds": t0},
+             "length": length, "length_run": k1, "full_job_s": fixed + per_unit * length,
+             "calibration": {"length": k0, "seconds": [warm, t_a, t_b], "fixed_s": fixed, "per_unit_s": per_unit},
              "seconds": seconds, "units": units, "units_per_s": rate, "flops_per_unit": flops,
-             "bytes_per_unit": nbytes, "flops_per_s": flops * rate, "bytes_per_s": nbytes * rate,
-             "full_job_s": seconds * length / k1}
+             "bytes_per_unit": nbytes, "flops_per_s": flops * rate, "bytes_per_s": nbytes * rate}
     if device.type == "cuda":
         entry["peak_gpu_mib"] = torch.cuda.max_memory_allocated(device) / 2**20
     fractions = ""
