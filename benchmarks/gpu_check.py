@@ -99,8 +99,9 @@ from attnsweep.registry import JobSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"
-#: Seconds each section may take on a GPU (``jobs`` and ``estimate``: per experiment); 450 in all.
-BUDGET_S = {"tests": 90, "ceilings": 20, "jobs": 40, "authors": 110, "estimate": 30, "estimate_rate": 5}
+#: Seconds each section may take on a GPU (``jobs``: per experiment, unless its case says otherwise;
+#: ``estimate``: critical_scaling's, then each other's); 465 in all.
+BUDGET_S = {"tests": 60, "ceilings": 15, "jobs": 40, "authors": 100, "estimate": 30, "estimate_rate": 5}
 CALIBRATION = 0.01  # the calibration runs' share of a job's length (once, then twice)
 TOY_TARGET_S = 0.3  # --dry: the measured run of a job
 
@@ -115,7 +116,8 @@ class Case:
     ``length`` counts the units a job can be cut along (steps, rho values), ``cut`` gives the
     section keys that keep the first k of them; ``units`` counts a job's work units (``unit``),
     ``work`` the flops and bytes of one; ``systems`` names the options batched as systems besides
-    the grid and the seeds; ``toy`` the section keys of ``--dry``'s toy sizes.
+    the grid and the seeds; ``toy`` the section keys of ``--dry``'s toy sizes; ``budget_s`` the
+    seconds its measurement may take on a GPU.
     """
 
     config: str
@@ -126,6 +128,7 @@ class Case:
     work: Callable[[JobSpec], tuple[float, float]]
     model: str
     toy: dict[str, Any] = field(default_factory=dict)
+    budget_s: float = BUDGET_S["jobs"]
 
 
 def systems(job: JobSpec, options: tuple[str, ...] = ()) -> int:
@@ -201,9 +204,9 @@ def mixture_work(job: JobSpec) -> tuple[float, float]:
 
 
 def dynamics(config: str, work: Callable[[JobSpec], tuple[float, float]], model: str, toy: dict[str, Any],
-             batched: tuple[str, ...] = ()) -> Case:
+             batched: tuple[str, ...] = (), budget_s: float = BUDGET_S["jobs"]) -> Case:
     return Case(config, "system-step", lambda plan: steps(plan.options), cut_time,
-                lambda job: systems(job, batched) * steps(job.options), work, model, toy)
+                lambda job: systems(job, batched) * steps(job.options), work, model, toy, budget_s)
 
 
 CASES: dict[str, Case] = {
@@ -218,7 +221,7 @@ CASES: dict[str, Case] = {
         {"d": [8], "beta": [1.0, 4.0], "seeds": 2}),
     "causal_clustering": dynamics(
         "causal_clustering_fig2_3.yaml", causal_work, "4 n^2 d flops; 7 n^2 + 20 n d numbers",
-        {"n": [16], "seeds": 2}, ("values", "masks")),
+        {"n": [16], "seeds": 2}, ("values", "masks"), budget_s=80),  # its set-up: centres on the CPU, ~30 s
     "cluster_emergence": dynamics(
         "cluster_emergence_coordinates_high_d.yaml", emergence_work,
         "per stage 4 n^2 d + 4 n d^2 + 4 d^3 flops; 8 n^2 + 20 n d numbers",
@@ -323,7 +326,14 @@ def timed(plan: Plan, job: JobSpec, device: torch.device) -> float:
 
 def measure_job(name: str, device: torch.device, toy: bool, target_s: float, budget: float,
                 ceiling: dict[str, Any] | None) -> dict[str, Any]:
-    """One paper-scale job of ``name``: calibrated, then measured over about ``target_s``."""
+    """One paper-scale job of ``name``: calibrated, then measured over about ``target_s``.
+
+    A job's seconds are fitted as ``fixed + per_unit k`` over k units of its length: ``fixed``
+    its own set-up (draws, centres, the result), ``per_unit`` a step (or a rho value). Where the
+    first run (k0 units, warm-up included) leaves room, runs at k0 and 2 k0 give the fit and size
+    the measured run; where the set-up takes most of the budget, the measured run is the longest
+    that surely fits, and the fit comes from it and the first. Rates and fractions of the ceilings
+    are those of the steps (``per_unit``); ``units_per_s`` counts the whole measured run."""
     if name not in CASES:
         raise KeyError(f"no paper-scale case for {name!r} in gpu_check.CASES")
     start = time.perf_counter()
@@ -332,39 +342,54 @@ def measure_job(name: str, device: torch.device, toy: bool, target_s: float, bud
     plan = planned(config, name)
     estimates = plan.seconds()
     path = max(estimates, key=estimates.get)  # the longest job by the cost model: it sets the sweep's time
+
+    def run(k: int) -> tuple[JobSpec, float]:
+        cut = planned(config, name, case.cut(plan, k))
+        return cut.blocks()[path], timed(cut, cut.blocks()[path], device)
+
+    def left() -> float:
+        return budget - (time.perf_counter() - start)
+
     length = case.length(plan)
     k0 = max(1, math.ceil(CALIBRATION * length))
-    short, double = (planned(config, name, case.cut(plan, k)) for k in (k0, 2 * k0))
-    warm = timed(short, short.blocks()[path], device)  # first calls: kernels, handles, caches
-    t_a, t_b = timed(short, short.blocks()[path], device), timed(double, double.blocks()[path], device)
-    per_unit = (t_b - t_a) / k0 if t_b > t_a else t_b / (2 * k0)  # seconds per unit of length
-    fixed = max(0.0, t_b - 2 * k0 * per_unit)  # the job's own set-up, draws and result
-    target = min(target_s, 0.6 * (budget - (time.perf_counter() - start)))
-    k1 = int(min(length, max(2 * k0, (target - fixed) / per_unit)))
-    measured = planned(config, name, case.cut(plan, k1))
-    job = measured.blocks()[path]
+    warm = run(k0)[1]  # first calls too: kernels, handles, caches
+    runs = [(k0, warm)]
+    if warm < budget / 8:  # a cheap set-up: two more runs separate it from the steps
+        runs += [(k0, run(k0)[1]), (2 * k0, run(2 * k0)[1])]
+        (_, t_a), (_, t_b) = runs[1:]
+        per_unit = (t_b - t_a) / k0 if t_b > t_a else t_b / (2 * k0)
+        fixed = max(0.0, t_b - 2 * k0 * per_unit)
+        k1 = int(min(length, max(2 * k0, (min(target_s, 0.6 * left()) - fixed) / per_unit)))
+    else:  # a costly set-up: a step takes at most warm / k0, so k1 of them fit in the time left
+        k1 = int(min(length, max(k0, 0.8 * left() * k0 / warm)))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    seconds = timed(measured, job, device)
+    job, seconds = run(k1)
+    if len(runs) == 1:
+        per_unit = (seconds - warm) / (k1 - k0) if k1 > k0 and seconds > warm else warm / k0
+        fixed = max(0.0, warm - k0 * per_unit)
     units = case.units(job)
     flops, nbytes = case.work(job)
-    rate = units / seconds
+    steps_rate = units / k1 / per_unit  # work units a second in the steps alone
     entry = {"config": case.config, "job": path, "dtype": job.dtype, "unit": case.unit, "model": case.model,
-             "length": length, "length_run": k1, "full_job_s": fixed + per_unit * length,
-             "calibration": {"length": k0, "seconds": [warm, t_a, t_b], "fixed_s": fixed, "per_unit_s": per_unit},
-             "seconds": seconds, "units": units, "units_per_s": rate, "flops_per_unit": flops,
-             "bytes_per_unit": nbytes, "flops_per_s": flops * rate, "bytes_per_s": nbytes * rate}
+             "length": length, "length_run": k1, "seconds": seconds, "units": units, "units_per_s": units / seconds,
+             "calibration": {"runs": runs, "fixed_s": fixed, "per_unit_s": per_unit},
+             "full_job_s": fixed + per_unit * length, "full_job_units": units * length / k1,
+             "steps_units_per_s": steps_rate, "flops_per_unit": flops, "bytes_per_unit": nbytes,
+             "flops_per_s": flops * steps_rate, "bytes_per_s": nbytes * steps_rate}
     if device.type == "cuda":
         entry["peak_gpu_mib"] = torch.cuda.max_memory_allocated(device) / 2**20
     fractions = ""
     if ceiling:
-        entry["of_mm"] = flops * rate / ceiling["mm_flops_per_s"][job.dtype]
-        entry["of_copy"] = nbytes * rate / ceiling["copy_bytes_per_s"]
+        entry["of_mm"] = flops * steps_rate / ceiling["mm_flops_per_s"][job.dtype]
+        entry["of_copy"] = nbytes * steps_rate / ceiling["copy_bytes_per_s"]
         fractions = f" = {entry['of_mm']:.1%} of mm, {entry['of_copy']:.1%} of copy"
     along = "rho values" if name == "critical_scaling" else "steps"
-    entry["summary"] = (f"{case.config} {path} ({job.dtype}), {k1} of {length} {along}: {seconds:.2f} s, "
-                        f"{rate:.3g} {case.unit}/s; {flops * rate / 1e12:.3g} TFLOP/s, "
-                        f"{nbytes * rate / 1e9:.3g} GB/s{fractions}")
+    entry["summary"] = (f"{case.config} {path} ({job.dtype}), {k1} of {length} {along}: {seconds:.2f} s "
+                        f"({units / seconds:.3g} {case.unit}/s); fit: set-up {fixed:.2f} s + "
+                        f"{per_unit * 1e3:.3g} ms a {along[:-1]}, whole job {format_duration(entry['full_job_s'])}; "
+                        f"the steps: {steps_rate:.3g} {case.unit}/s, {flops * steps_rate / 1e12:.3g} TFLOP/s, "
+                        f"{nbytes * steps_rate / 1e9:.3g} GB/s{fractions}")
     return entry
 
 
@@ -437,8 +462,9 @@ def estimate(name: str, device: torch.device, toy: bool, job: dict[str, Any] | N
     if not job or job.get("status") != "ok":
         raise RuntimeError(f"no measured rate: the job of {name} did not run")
     units = sum(case.units(spec) for spec in jobs.values())
-    seconds = units / job["units_per_s"]
-    how = f"{units:.3g} {case.unit}s at the rate of {job['job']} ({job['units_per_s']:.3g}/s)"
+    seconds = job["full_job_s"] * units / job["full_job_units"]
+    how = (f"{units:.3g} {case.unit}s at the fitted whole-job time of {job['job']} "
+           f"({format_duration(job['full_job_s'])} for {job['full_job_units']:.3g})")
     return {"config": case.config, "jobs": len(jobs), "seconds": seconds, "method": how,
             "summary": f"{case.config}: {len(jobs)} job(s), {format_duration(seconds)}; {how}"}
 
@@ -536,7 +562,7 @@ def main() -> None:
     ceiling = report.run("ceilings", str(device), BUDGET_S["ceilings"], lambda b: ceilings(device, args.dry))
     ceiling = ceiling if ceiling["status"] == "ok" else None
     target = TOY_TARGET_S if args.dry else args.target_s
-    jobs = {name: report.run("jobs", name, BUDGET_S["jobs"],
+    jobs = {name: report.run("jobs", name, CASES[name].budget_s if name in CASES else BUDGET_S["jobs"],
                              lambda b, name=name: measure_job(name, device, args.dry, target, b, ceiling))
             for name in registry.names()}
     if device.type == "cuda":
