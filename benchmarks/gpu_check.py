@@ -1,4 +1,7 @@
-"""The GPU check: one prepared command, about 5 minutes (at most 8) on one H100 or H200.
+"""The GPU check: one prepared command, about 3.5 minutes (at most 8) on one H100 or H200.
+
+Measured on an H200 (2026-11-26, torch 2.11.0+cu130): 185 and 192 s, plus ~10 s of wheel
+installation through ``gpu_check.sh``.
 
 Sections, each in its own time budget (``BUDGET_S``, all within ``--limit-s``); a section that
 fails or runs out of time is recorded with its error and the others still run:
@@ -100,8 +103,8 @@ from attnsweep.registry import JobSpec
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"
 #: Seconds each section may take on a GPU (``jobs``: per experiment, unless its case says otherwise;
-#: ``estimate``: critical_scaling's, then each other's); 465 in all.
-BUDGET_S = {"tests": 60, "ceilings": 15, "jobs": 40, "authors": 100, "estimate": 30, "estimate_rate": 5}
+#: ``estimate``: critical_scaling's, then each other's); 470 in all.
+BUDGET_S = {"tests": 45, "ceilings": 15, "jobs": 40, "authors": 120, "estimate": 30, "estimate_rate": 5}
 CALIBRATION = 0.01  # the calibration runs' share of a job's length (once, then twice)
 TOY_TARGET_S = 0.3  # --dry: the measured run of a job
 
