@@ -45,7 +45,7 @@ def test_every_section_and_experiment_in_the_json(dry: tuple[dict, str, str]) ->
     assert list(sections) == SECTIONS
     assert sorted(sections["jobs"]) == sorted(sections["estimate"]) == names() == sorted(gpu_check.CASES)
     tests = sections["tests"]["pytest tests/test_cuda.py"]
-    assert tests["status"] == "ok" and tests["counts"]["skipped"] > 0 and "passed" not in tests["counts"]
+    assert tests["status"] == "ok" and sum(tests["counts"].values()) >= 8  # skipped without CUDA
     ceilings = sections["ceilings"]["cpu"]
     assert ceilings["status"] == "ok" and ceilings["copy_bytes_per_s"] > 0
     assert set(ceilings["mm_flops_per_s"]) == {"float32", "float64"}
