@@ -45,14 +45,21 @@ def chunks(systems: int, system_bytes: int, budget_bytes: int) -> int:
     return math.ceil(systems / max(1, budget_bytes // max(system_bytes, 1)))
 
 
+def field_products(n: int, d: int, matrices: bool = False) -> int:
+    """Flops of the matrix products of one field evaluation of one cloud of n tokens in d
+    dimensions: the scores and the weighted sum (4 n^2 d), and with ``matrices`` 4 n d^2 more for
+    the products with Q^T K and V."""
+    return 4 * n * n * d + (4 * n * d * d if matrices else 0)
+
+
 def dynamics(n: int, d: int, systems: int, steps: float, stages: int, records: int, record_flops: float,
              batches: int, dtype: str, matrices: bool = False, stage_flops: float = 0.0) -> float:
     """Seconds of an attention-dynamics integration of ``systems`` clouds of n tokens in d
-    dimensions, cut into ``batches``: ``steps`` steps of ``stages`` field evaluations (scores and
-    the weighted sum, 4 n^2 d flops of products, with 4 n d^2 more for Q^T K and V; the softmax,
+    dimensions, cut into ``batches``: ``steps`` steps of ``stages`` field evaluations (products
+    of :func:`field_products`; the softmax,
     mask and projection, ~30 n^2 element-wise, and ``stage_flops`` more of the engine's own),
     and ``records`` recordings of ``record_flops`` each per system."""
-    products = 4 * n * n * d + (4 * n * d * d if matrices else 0)
+    products = field_products(n, d, matrices)
     step = seconds(systems * stages * (30 * n * n + stage_flops), batches * stages * 12, dtype,
                    gemm=systems * stages * products)
     record = seconds(systems * record_flops, batches * 20, dtype)

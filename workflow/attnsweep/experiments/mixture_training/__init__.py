@@ -53,6 +53,31 @@ def three_stage_steps(options: dict[str, Any], K: int, omega: float, lr: float, 
     return int(first), int(second)
 
 
+def sizes(options: dict[str, Any], K: int, L: int) -> tuple[int, float]:
+    """Token dimension d and sequences N of the data: the exact population (d = 2K, 2K (2(K - 1))^{L-2}
+    sequences; a float, so that an absurd L overflows rather than hangs) or the digit images."""
+    if options["source"] == "digits":
+        from attnsweep.experiments.mixture_training import images
+
+        return images.dimension(options["image_file"]), options["samples"]
+    return 2 * K, 2 * K * float(2 * (K - 1)) ** (L - 2)
+
+
+def step_flops(options: dict[str, Any], K: int, L: int, m: float, engine: str) -> float:
+    """Flops of one training step of one system: a forward and a backward pass (3x the forward)
+    over the (mini)batch of sequences. Logits come from the 3K x 3K matrix U S U^T of the
+    population's tokens, or from S x_l for every token of real images (2 N L d^2); then the softmax
+    over L keys and the heads (4 N L d + 10 N L^2), and the direct engine's m x d weights (2 m d^2)."""
+    d, N = sizes(options, K, L)
+    batch = options["batch"] if options["data"] == "minibatch" else N
+    tokens = 3 * K
+    logits = (2 * batch * L * d * d if options["source"] == "digits"
+              else 2 * tokens * d * (d + tokens) + batch * L * L)
+    forward = logits + 4 * batch * L * d + 10 * batch * L * L
+    width = 2 * m * d * d if engine == "direct" else 0
+    return 3 * (forward + width)
+
+
 @register
 class MixtureTraining(Experiment):
     name = "mixture_training"
@@ -141,11 +166,7 @@ class MixtureTraining(Experiment):
         K, L = int(max(grid["K"])), int(max(grid["L"]))
         finite = [m for m in grid["m"] if not math.isinf(m)]
         m = int(max(finite, default=1))
-        d, N = 2 * K, 2 * K * float(2 * (K - 1)) ** (L - 2)  # float: an absurd L overflows, not hangs
-        if opts["source"] == "digits":
-            from attnsweep.experiments.mixture_training import images
-
-            d, N = images.dimension(opts["image_file"]), opts["samples"]
+        d, N = sizes(opts, K, L)
         systems = len(job.seeds) * len(opts["modes"]) * math.prod(len(grid[a]) for a in ("omega", "lr", "b"))
         per_system = 2 * (8 * N * L * L + 4 * N * L * d + 8 * m * d + 6 * d * d) + 4 * N + 2 * N * (2 * d + 1)
         if opts["data"] == "minibatch":
@@ -162,11 +183,8 @@ class MixtureTraining(Experiment):
                 "map_steps": len(options["map_steps"]) + 1}
 
     def job_seconds(self, job: JobSpec) -> float:
-        """Per (K, L, m, engine) one batch of systems: every step a forward and backward pass (3x
-        the forward's flops) over the (mini)batch of sequences, ~150 torch operations. Logits
-        come from the 3K x 3K matrix U S U^T of the population's tokens, or from S x_l for every
-        token of real images (2 N L d^2); then the softmax over L keys, the heads, and the direct
-        engine's m x d weights. Every record: the max-margin NNLS per system (measured ~0.2 ms +
+        """Per (K, L, m, engine) one batch of systems: every step :func:`step_flops` a system in
+        ~150 torch operations. Every record: the max-margin NNLS per system (measured ~0.2 ms +
         18 us a sample: 4 ms at N = 224)."""
         grid, opts = job.grid, job.options
         systems = len(job.seeds) * len(opts["modes"]) * math.prod(len(grid[a]) for a in ("omega", "lr", "b"))
@@ -174,20 +192,10 @@ class MixtureTraining(Experiment):
         total = cost.JOB_S
         for K in map(int, grid["K"]):
             for L in map(int, grid["L"]):
-                d, N = 2 * K, 2 * K * float(2 * (K - 1)) ** (L - 2)  # float: an absurd L overflows, not hangs
-                if opts["source"] == "digits":
-                    from attnsweep.experiments.mixture_training import images
-
-                    d, N = images.dimension(opts["image_file"]), opts["samples"]
-                batch = opts["batch"] if opts["data"] == "minibatch" else N
-                tokens = 3 * K
-                logits = (2 * batch * L * d * d if opts["source"] == "digits"
-                          else 2 * tokens * d * (d + tokens) + batch * L * L)
-                forward = logits + 4 * batch * L * d + 10 * batch * L * L
+                N = sizes(opts, K, L)[1]
                 for m in grid["m"]:
                     for engine in opts["engines"]:
-                        width = 2 * m * d * d if engine == "direct" else 0
-                        flops = 3 * systems * (forward + width)
+                        flops = systems * step_flops(opts, K, L, m, engine)
                         qp = records * systems * (2e-4 + 1.8e-5 * N)
                         total += opts["steps"] * cost.seconds(flops, 150, job.dtype) + qp
         return total
