@@ -106,6 +106,7 @@ SWEEPS = ROOT / "config" / "sweeps"
 #: ``estimate``: critical_scaling's, then each other's); 470 in all.
 BUDGET_S = {"tests": 45, "ceilings": 15, "jobs": 40, "authors": 120, "estimate": 30, "estimate_rate": 5}
 CALIBRATION = 0.01  # the calibration runs' share of a job's length (once, then twice)
+RESOLVED = 0.25  # the measured run separates set-up from steps when it exceeds the shortest by this share
 TOY_TARGET_S = 0.3  # --dry: the measured run of a job
 
 
@@ -327,16 +328,31 @@ def timed(plan: Plan, job: JobSpec, device: torch.device) -> float:
     return time.perf_counter() - start
 
 
+def fit(runs: list[tuple[int, float]], measured: tuple[int, float]) -> tuple[float, float, bool]:
+    """(set-up s, s a unit, resolved) of a job from its calibration ``runs`` (the first a warm-up)
+    and the ``measured`` run, (units, seconds) each: see :func:`measure_job`."""
+    k_base, t_base = runs[1] if len(runs) > 1 else runs[0]
+    k1, seconds = measured
+    resolved = k1 > k_base and seconds - t_base > RESOLVED * seconds
+    per_unit = (seconds - t_base) / (k1 - k_base) if resolved else seconds / k1
+    return max(0.0, seconds - k1 * per_unit), per_unit, resolved
+
+
 def measure_job(name: str, device: torch.device, toy: bool, target_s: float, budget: float,
                 ceiling: dict[str, Any] | None) -> dict[str, Any]:
     """One paper-scale job of ``name``: calibrated, then measured over about ``target_s``.
 
     A job's seconds are fitted as ``fixed + per_unit k`` over k units of its length: ``fixed``
     its own set-up (draws, centres, the result), ``per_unit`` a step (or a rho value). Where the
-    first run (k0 units, warm-up included) leaves room, runs at k0 and 2 k0 give the fit and size
-    the measured run; where the set-up takes most of the budget, the measured run is the longest
-    that surely fits, and the fit comes from it and the first. Rates and fractions of the ceilings
-    are those of the steps (``per_unit``); ``units_per_s`` counts the whole measured run."""
+    first run (k0 units, warm-up included) leaves room, runs at k0 and 2 k0 size the measured run;
+    where the set-up takes most of the budget, the measured run is the longest that surely fits.
+    The fit is the line through the shortest run after the warm-up and the measured run, the
+    widest baseline there is (two short runs alone are noise: on an H200, 3 and 6 sphere steps
+    took 0.61 and 0.59 s). Where the measured run is not clearly longer than that run (by
+    ``RESOLVED`` of its time: the set-up varies by ~10% between runs), set-up and steps are not
+    separated, and ``per_unit`` = seconds / k1 is an upper bound (``bound``: the whole job takes at
+    most that, the rates are at least those given). Rates and fractions of the ceilings are those
+    of the steps (``per_unit``); ``units_per_s`` counts the whole measured run."""
     if name not in CASES:
         raise KeyError(f"no paper-scale case for {name!r} in gpu_check.CASES")
     start = time.perf_counter()
@@ -368,15 +384,14 @@ def measure_job(name: str, device: torch.device, toy: bool, target_s: float, bud
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     job, seconds = run(k1)
-    if len(runs) == 1:
-        per_unit = (seconds - warm) / (k1 - k0) if k1 > k0 and seconds > warm else warm / k0
-        fixed = max(0.0, warm - k0 * per_unit)
+    fixed, per_unit, resolved = fit(runs, (k1, seconds))
     units = case.units(job)
     flops, nbytes = case.work(job)
     steps_rate = units / k1 / per_unit  # work units a second in the steps alone
     entry = {"config": case.config, "job": path, "dtype": job.dtype, "unit": case.unit, "model": case.model,
              "length": length, "length_run": k1, "seconds": seconds, "units": units, "units_per_s": units / seconds,
-             "calibration": {"runs": runs, "fixed_s": fixed, "per_unit_s": per_unit},
+             "calibration": {"runs": runs, "fixed_s": fixed, "per_unit_s": per_unit,
+                             "bound": "fit" if resolved else "upper"},
              "full_job_s": fixed + per_unit * length, "full_job_units": units * length / k1,
              "steps_units_per_s": steps_rate, "flops_per_unit": flops, "bytes_per_unit": nbytes,
              "flops_per_s": flops * steps_rate, "bytes_per_s": nbytes * steps_rate}
@@ -389,9 +404,12 @@ def measure_job(name: str, device: torch.device, toy: bool, target_s: float, bud
         fractions = f" = {entry['of_mm']:.1%} of mm, {entry['of_copy']:.1%} of copy"
     along = "rho values" if name == "critical_scaling" else "steps"
     entry["summary"] = (f"{case.config} {path} ({job.dtype}), {k1} of {length} {along}: {seconds:.2f} s "
-                        f"({units / seconds:.3g} {case.unit}/s); fit: set-up {fixed:.2f} s + "
-                        f"{per_unit * 1e3:.3g} ms a {along[:-1]}, whole job {format_duration(entry['full_job_s'])}; "
-                        f"the steps: {steps_rate:.3g} {case.unit}/s, {flops * steps_rate / 1e12:.3g} TFLOP/s, "
+                        f"({units / seconds:.3g} {case.unit}/s); "
+                        + (f"fit: set-up {fixed:.2f} s + {per_unit * 1e3:.3g} ms a {along[:-1]}, whole job "
+                           f"{format_duration(entry['full_job_s'])}; the steps: " if resolved else
+                           f"set-up not separated from the steps: whole job at most "
+                           f"{format_duration(entry['full_job_s'])}; the steps at least: ")
+                        + f"{steps_rate:.3g} {case.unit}/s, {flops * steps_rate / 1e12:.3g} TFLOP/s, "
                         f"{nbytes * steps_rate / 1e9:.3g} GB/s{fractions}")
     return entry
 
@@ -466,10 +484,11 @@ def estimate(name: str, device: torch.device, toy: bool, job: dict[str, Any] | N
         raise RuntimeError(f"no measured rate: the job of {name} did not run")
     units = sum(case.units(spec) for spec in jobs.values())
     seconds = job["full_job_s"] * units / job["full_job_units"]
+    at_most = "at most " if job["calibration"]["bound"] == "upper" else ""
     how = (f"{units:.3g} {case.unit}s at the fitted whole-job time of {job['job']} "
-           f"({format_duration(job['full_job_s'])} for {job['full_job_units']:.3g})")
-    return {"config": case.config, "jobs": len(jobs), "seconds": seconds, "method": how,
-            "summary": f"{case.config}: {len(jobs)} job(s), {format_duration(seconds)}; {how}"}
+           f"({at_most}{format_duration(job['full_job_s'])} for {job['full_job_units']:.3g})")
+    return {"config": case.config, "jobs": len(jobs), "seconds": seconds, "bound": job["calibration"]["bound"],
+            "method": how, "summary": f"{case.config}: {len(jobs)} job(s), {at_most}{format_duration(seconds)}; {how}"}
 
 
 # ------------------------------------------------------------------ the report

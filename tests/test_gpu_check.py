@@ -116,3 +116,15 @@ def test_deadline_stops_a_section() -> None:
         while True:
             time.sleep(0.01)
     assert time.perf_counter() - start < 2
+
+
+def test_the_fit_takes_the_widest_baseline_and_bounds_what_it_cannot_separate() -> None:
+    """Timings of an H200 run (2026-11-26): sphere_clustering's calibration runs of 3 and 6 steps
+    took 0.61 and 0.59 s (set-up and noise), its measured run 202 steps in 2.78 s; causal_clustering
+    took 16.57 s for 50 steps (warm-up) and 15.77 s for 153 (the set-up, ~16 s, varies more than
+    the steps add)."""
+    sphere = gpu_check.fit([(3, 0.5946), (3, 0.6053), (6, 0.5925)], (202, 2.776))
+    per_step = (2.776 - 0.6053) / (202 - 3)  # the line through (3, 0.6053) and (202, 2.776)
+    assert sphere == pytest.approx((0.6053 - 3 * per_step, per_step, True), rel=1e-12)
+    fixed, per_step, resolved = gpu_check.fit([(50, 16.57)], (153, 15.77))
+    assert not resolved and (fixed, per_step) == (0.0, 15.77 / 153)  # an upper bound: no set-up
