@@ -26,8 +26,9 @@ import psutil
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 # Every wait of a test is for an event (a command's exit, a file, a line of output); its deadline
-# only ends a hang. The longest single command outside the SLURM module (which has its own guard) is
-# a snakemake run of a tiny config, MEASURED; ten minutes is over ten times that.
+# only ends a hang. The longest single command outside the SLURM module (which has its own guard),
+# a snakemake run or refinement of a tiny config, takes under a minute on 2 loaded cores (the
+# longest test, four killed runs and a resume, 72 s in all); ten minutes is over ten times that.
 HANG_S = 600.0
 # Children of the pytest process that belong to it, not to a test, and exit with it: the helpers
 # of multiprocessing's forkserver and resource tracker (started by in-process calls of collect).

@@ -43,8 +43,9 @@ START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slu
 CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
 RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
-# A hang guard on the module's sweeps, not a time they must meet: they took 8:16 alone on a 2-core
-# Zen 3 and MEASURED under load here; 30 minutes is over twice that, reached only by a hang.
+# A hang guard on the module's sweeps, not a time they must meet: the module took 8:16 alone on a
+# 2-core Zen 3 (before the changes of issue 31), 3:26 here beside three other busy processes; 30
+# minutes is over three times the slowest, reached only by a hang.
 HANG_S = 1800.0
 DAEMONS = ("slurmctld", "slurmd", "munged")
 # Dataset attrs that describe where and how long a job ran, not what it computed.
