@@ -53,7 +53,7 @@ PROVENANCE = re.compile(r"hostname|git_commit|wall_time|rss|elapsed")
 SLURM_ARGS = [
     "--slurm-status-command", "squeue",  # no accounting here: sacct would hang the run
     # The first poll 1 s after a submission (default 40; each poll that finds nothing finished adds
-    # 10 s): the refinement's 7 rounds of submissions wait on SLURM one after another.
+    # 10 s): the refinement submits 7 times, each after the last has finished.
     "--slurm-init-seconds-before-status-checks", "1",
     "--slurm-keep-successful-logs",
 ]
