@@ -127,11 +127,25 @@ def test_fused_kernel_is_the_softmax_weighted_sum(beta: float, causal: bool) -> 
         assert (sphere.kernel(x, b, causal=True).triu(1) == 0).all()
 
 
-def test_numpy_routed_primitives_match_torch() -> None:
-    """ops.bmm (numpy's matmul on a CPU) and ops.exp_ give torch's numbers to rounding and
-    ops.count_at_least its count exactly, for float32 and float64, transposed operands and a
-    broadcast right factor."""
-    from attnsweep.dynamics import ops
+@pytest.fixture(params=["numpy", "torch"])
+def cpu_path(request, monkeypatch) -> str:
+    """Every primitive of attnsweep.dynamics.ops forced through one implementation, whichever
+    this host's timing chose (attnsweep.dynamics.cpu_paths)."""
+    from attnsweep.dynamics import cpu_paths
+
+    monkeypatch.setenv(cpu_paths.FORCE, request.param)
+    cpu_paths.forget()
+    yield request.param
+    cpu_paths.forget()
+
+
+def test_primitives_match_torch_on_either_path(cpu_path: str) -> None:
+    """ops.bmm and ops.exp_ give torch's numbers to rounding and ops.count_at_least its count
+    exactly, for float32 and float64, transposed operands and a broadcast right factor, on the
+    numpy path and the torch path alike."""
+    from attnsweep.dynamics import cpu_paths, ops
+
+    assert all(cpu_paths.path(p, F64) == cpu_path for p in cpu_paths.PRIMITIVES)
 
     k = 5  # the products' inner dimension
     for dtype in (torch.float32, F64):
@@ -149,6 +163,27 @@ def test_numpy_routed_primitives_match_torch() -> None:
         torch.testing.assert_close(e, a.exp(), rtol=16 * u, atol=0)
         level = float(a.median())
         assert ops.count_at_least(a, level).tolist() == (a >= level).sum((-1, -2)).tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_a_step_is_the_plain_formula_on_either_path(cpu_path: str, dtype: torch.dtype) -> None:
+    """The engine's attention (the fused kernel through ops: Gram product, exponential, row sums,
+    weighted sum) and one Euler step against Eq. 2.5's softmax written out in float64 from the same
+    tokens: sum_j softmax_j(beta <x_i, x_j>) x_j, and x_i + dt times it, renormalised; 32 tokens in
+    32 dimensions, beta up to 9, as the default config. Bound: ten rounded operations of u on
+    numbers of size 1 (Gram product, exponential, row sum, weighted sum, division, update, norm;
+    a sum in blocked order counts as one), times 1 + beta for the exponent's argument."""
+    u = torch.finfo(dtype).eps / 2
+    x = uniform(6, 32, 32, seed=7).to(dtype)
+    beta = torch.tensor([0.0, 0.5, 1.0, 2.0, 4.0, 9.0], dtype=dtype)
+    dt, bound = 0.1, 10 * (1 + float(beta.max())) * u
+    x64, b64 = x.to(F64), beta.to(F64)
+    attended = torch.softmax(b64[:, None, None] * x64 @ x64.transpose(-1, -2), dim=-1) @ x64
+    plan = (True, sphere.needs_shift(beta, 32, dtype))
+    got = sphere.weighted_sum(x, beta, None, x, "sa", None, None, plan=plan)
+    torch.testing.assert_close(got.to(F64), attended, rtol=0, atol=bound)
+    step = sphere.stepper("euler", beta, None, None, "sa", dt)(x)
+    torch.testing.assert_close(step.to(F64), sphere.normalise(x64 + dt * attended), rtol=0, atol=bound)
 
 
 @pytest.mark.parametrize("integrator", ["euler", "rk4"])

@@ -30,7 +30,8 @@ from attnsweep.layout import root_attrs
 from attnsweep.store import open_store, provenance, write_atomic, write_with, zarr_store
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
-PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads")
+PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
+                 "cpu_paths")
 
 
 def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] | None = None,

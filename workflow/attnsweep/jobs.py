@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import resource
 import time
@@ -11,6 +12,7 @@ import torch
 
 from attnsweep import registry
 from attnsweep.device import resolve_device, resolve_dtype
+from attnsweep.dynamics import cpu_paths
 from attnsweep.registry import JobSpec
 from attnsweep.status import running_marker
 from attnsweep.store import provenance, write_file
@@ -48,6 +50,8 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
             # Of this process; a child of the warm server also counts the server's imports.
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         ))
+        if cpu_paths.consulted():  # a dynamics engine ran its primitives on the CPU
+            ds.attrs["cpu_paths"] = json.dumps(cpu_paths.choices())
         path = write_file(ds, out)
     log.info("%s: done in %.2f s", out, wall)
     return path
