@@ -129,8 +129,8 @@ def test_fused_kernel_is_the_softmax_weighted_sum(beta: float, causal: bool) -> 
 
 @pytest.fixture(params=["numpy", "torch"])
 def cpu_path(request, monkeypatch) -> str:
-    """Every primitive of attnsweep.dynamics.ops forced through one implementation, whichever
-    this host's timing chose (attnsweep.dynamics.cpu_paths)."""
+    """Every primitive of attnsweep.dynamics.ops forced through one implementation, whatever this
+    host's timing chose (attnsweep.dynamics.cpu_paths)."""
     from attnsweep.dynamics import cpu_paths
 
     monkeypatch.setenv(cpu_paths.FORCE, request.param)

@@ -12,8 +12,8 @@
 - :mod:`.ensembles`: the (Q, K, V) of a run: identity, fixed, or the random ensembles of 001
   Figure 5, drawn per realisation.
 - :mod:`.times`: output times on the integrator's step grid (numpy only: planning uses it).
-- :mod:`.ops`: batched products and the exponential, through numpy on a CPU where torch's are
-  slower at these sizes.
+- :mod:`.ops`: batched products, the exponential and a pair count, through numpy or torch on a
+  CPU, whichever :mod:`.cpu_paths` timed faster on the host.
 - :mod:`.driver`: the systems of a job cut into chunks, run side by side on the CPU threads.
 
 Every function takes a batch: tokens ``x`` of shape (B, n, d), one system per row, so that
