@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a single-node SLURM cluster on 127.0.0.1 (munge + slurmctld + slurmd) for tests and demos.
-# Root only, no systemd needed; recipe and pitfalls: ../shared/notes/local-slurm.md.
+# Root only, no systemd needed; the pitfalls it avoids are in the comments below.
 #   usage: scripts/slurm-local-start.sh [STATE_DIR]        stop: scripts/slurm-local-stop.sh [STATE_DIR]
 # No accounting (starts in ~0.5 s): run snakemake with `--slurm-status-command squeue`; that works
 # because MinJobAge >= 3 * --slurm-init-seconds-before-status-checks (sacct is unavailable).

@@ -22,7 +22,8 @@ Errata used (notes s5): Lemma C.1 for ``d = 3`` is ``1/p = 1/sin^2(delta/2)``, n
 ``(3 sin^2(delta/2))^{-1}`` (s5.1); the C.4 definitions need strict ``i < j`` (s5.2);
 the exponent is ``(d-1)/2``, not ``d - 1`` (s5.3).
 
-References: ``/work/shared/papers/003_a0a569e04c8b15c0.txt``, notes ``notes/003.md``.
+Reference: *Clustering in causal attention masking*, Karagodin, Polyanskiy and Rigollet,
+arXiv:2411.04990.
 """
 
 from __future__ import annotations

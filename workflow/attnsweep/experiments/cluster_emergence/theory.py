@@ -23,7 +23,8 @@ tokens reach the positive orthant and follow at most three hyperplanes (``orthan
 ``levels`` <= 3); with tanh, or ReLU and a random W, they collapse to 0 (``contraction`` -> 0).
 
 Distances are in the units of the tokens; fractions are of the n tokens of one run.
-References: ``/work/shared/papers/004_bfcb28d29a577d0f.txt``, notes ``notes/004.md`` s4, s5.
+Reference: *The emergence of clusters in self-attention dynamics*, Geshkovski, Letrouit,
+Polyanskiy and Rigollet, arXiv:2305.05465.
 """
 
 from __future__ import annotations

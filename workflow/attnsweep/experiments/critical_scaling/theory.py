@@ -27,8 +27,9 @@ The derivations use the embedding ``y_m = sqrt(rho) e_0 + sqrt(1 - rho) e_m`` wi
 orthonormal ``e_0..e_n``. Every quantity here depends only on the Gram matrix
 ``rho 11^T + (1 - rho) I``, so the results hold for any realisation, ``d = n`` included.
 
-References: ``/work/shared/papers/000_334135bd8fd13e48.txt`` and the notes
-``/work/shared/papers/notes/000.md`` (sections 4 and 5; erratum 2 on Eq. 90).
+Reference: *Critical attention scaling in long-context transformers*, Chen, Lin, Polyanskiy and
+Rigollet (the copy used is the anonymous review version; its Eq. 90 is corrected here, see
+``lambda_simplex`` and the README's critical_scaling section).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Model (Eq. 1): ``f(X) = ReLU(H_+(X) + b) - ReLU(H_-(X) + b)`` with heads
 is dimensionless. Tokens live in ``d = 2K`` coordinates ordered ``c_1..c_K, v_1..v_K``
 (``c_k = e_k``, ``v_k = e_{K+k}``); head index 0 is the + head, 1 the - head.
 
-Contents (notes ``/work/shared/papers/notes/002.md``):
+Contents:
 
 - s6, stage 1 (infinite width, L = 3, uniform attention): the closed form of the neurons and
   the losses, the loss floor ``(1/2) log 2`` and the phase boundary ``T_0.5``;
@@ -18,7 +18,8 @@ Contents (notes ``/work/shared/papers/notes/002.md``):
 - s7.1: the Lemma 6.1 construction, as printed and corrected;
 - s4 and footnote 1: the max margin of the attention features (min-norm point of a hull).
 
-References: ``/work/shared/papers/002_396de2f79daf2112.txt`` and the notes above.
+Reference: *Transformers provably learn two-mixture of linear classification via gradient flow*,
+Yang, Wang, Lee and Liang.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ its hitting time of ``1 - delta`` (the curve ``Gamma_{inf,delta}`` of Eq. 6.12, 
 Wendel's hemisphere probability (Theorem 6.7), the angular equations on the circle
 (Eq. 7.1) with the two-token reduction, and the interaction energy (Eq. 3.5).
 
-References: ``/work/shared/papers/001_9c138004460fad47.txt`` and the notes
-``/work/shared/papers/notes/001.md`` (sections 4 and 5).
+Reference: *A mathematical perspective on Transformers*, Geshkovski, Letrouit, Polyanskiy and
+Rigollet, arXiv:2312.10794 (Section 6).
 """
 
 from __future__ import annotations
