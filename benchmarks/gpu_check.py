@@ -97,8 +97,8 @@ from attnsweep.cli import format_duration
 from attnsweep.config import load_sweep, load_yaml
 from attnsweep.experiments.mixture_training import sizes, step_flops, three_stage_steps
 from attnsweep.experiments.sphere_clustering import reduced_dimension
+from attnsweep.jobspec import JobSpec
 from attnsweep.plan import Plan
-from attnsweep.registry import JobSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"

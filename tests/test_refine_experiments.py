@@ -27,10 +27,10 @@ import xarray as xr
 
 from attnsweep.aggregate import collect
 from attnsweep.config import load_sweep
+from attnsweep.contract import Target
 from attnsweep.jobs import run_job
 from attnsweep.plan import Plan
 from attnsweep.refine import decide
-from attnsweep.registry import Target
 from attnsweep.store import open_store
 
 BASE_SEEDS = [0, 1, 2]

@@ -234,7 +234,7 @@ def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, 
 def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str | Path, png: str | Path,
            pdf: str | Path) -> None:
     """Draw one figure to PNG and PDF: the experiment's figure function ``draw`` with ``params``
-    (a :class:`~attnsweep.registry.FigureSpec`'s)."""
+    (a :class:`~attnsweep.contract.FigureSpec`'s)."""
     summary = open_store(summary_path).load()
     bnd = open_store(boundary_path).load()
     experiment = registry.get(summary.attrs["experiment"])

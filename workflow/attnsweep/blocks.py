@@ -2,7 +2,7 @@
 
 A simulate job is one fanned-out point (``n~256/d~16/seed~0``) and one *block*: a rectangle
 (a product of value lists) of the batched axes. Its store is ``<point>/<key>.zarr`` where
-``key`` hashes the job's identity (:meth:`attnsweep.registry.JobSpec.identity`: experiment,
+``key`` hashes the job's identity (:meth:`attnsweep.jobspec.JobSpec.identity`: experiment,
 numerics version, grid, seeds, result options, dtype). So:
 
 - a complete store whose identity the config would produce again is reused: its values are
@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from attnsweep.jobspec import JobSpec
 from attnsweep.layout import root_attrs
-from attnsweep.registry import JobSpec
 
 Point = tuple[Any, ...]
 

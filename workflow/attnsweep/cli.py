@@ -146,7 +146,7 @@ def cmd_status(args: argparse.Namespace) -> None:
 
 
 def cmd_refine(args: argparse.Namespace) -> None:
-    from attnsweep.refine import drive
+    from attnsweep.rounds import drive  # heavy (xarray, zarr): only this command needs it
 
     status = drive(args.config, args.snakemake)
     if status:
@@ -240,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("refine", help="refine the boundaries of a config's refine sections, round by round",
-                       epilog="example: attnsweep refine config/sweeps/refine_critical.yaml --cores all")
+                       epilog="example: attnsweep refine my_refinement.yaml --cores all (a config whose experiments "
+                              "have a refine section)")
     p.add_argument("config")
     p.add_argument("snakemake", nargs=argparse.REMAINDER, help="options for every Snakemake run (--cores, --profile)")
     p.set_defaults(func=cmd_refine)

@@ -22,11 +22,11 @@ import yaml
 from attnsweep import registry, shipped
 from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
-from attnsweep.grid import expand, expand_seeds, format_value
-from attnsweep.plan import SEED, Plan, estimate
-from attnsweep.refine import load_record, recorded_blocks
-from attnsweep.refine import settings as refine_settings
-from attnsweep.registry import JobSpec
+from attnsweep.grid import SEED, expand, expand_seeds, format_value
+from attnsweep.jobspec import JobSpec
+from attnsweep.plan import Plan, estimate
+from attnsweep.refine_record import load_record, recorded_blocks
+from attnsweep.refine_record import settings as refine_settings
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def schema() -> dict[str, Any]:
 @functools.cache
 def _schema() -> dict[str, Any]:
     """The config's JSON schema: the global keys of the shipped ``workflow/schemas/config.schema.yaml``,
-    and one section per registered experiment (:meth:`~attnsweep.registry.Experiment.config_schema`)."""
+    and one section per registered experiment (:meth:`~attnsweep.contract.Experiment.config_schema`)."""
     text = shipped.path("workflow", "schemas", "config.schema.yaml").read_text()
     schema = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     schema["properties"]["experiments"]["properties"] = {
@@ -218,7 +218,7 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
     experiment.check(options, grid, prefix)
     plan = Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
     if "refine" in section:
-        plan = replace(plan, refine=refine_settings(plan, section["refine"], f"{prefix}.refine"))
+        plan = replace(plan, refine=refine_settings(experiment, len(plan.seeds), section["refine"], f"{prefix}.refine"))
     return plan
 
 
@@ -238,7 +238,7 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
     for name, plan in plans.items():
         if plan.refine is not None:
             check_budget(plan)
-            plans[name] = plan.with_extra(recorded_blocks(plan, load_record(config["results"], name), plan.refine))
+            plans[name] = plan.with_extra(recorded_blocks(plan.grid, load_record(config["results"], name), plan.refine))
     return Sweep(config, plans, job_mib)
 
 

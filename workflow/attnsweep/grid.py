@@ -23,6 +23,8 @@ import numpy as np
 from attnsweep.errors import ConfigError
 
 SIGNIFICANT_DIGITS = 12
+#: The seed axis: implicit in every experiment, after its grid axes.
+SEED = "seed"
 
 
 @dataclass(frozen=True)

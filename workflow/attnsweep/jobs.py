@@ -13,7 +13,7 @@ import torch
 from attnsweep import registry
 from attnsweep.device import resolve_device, resolve_dtype
 from attnsweep.dynamics import cpu_paths
-from attnsweep.registry import JobSpec
+from attnsweep.jobspec import JobSpec
 from attnsweep.status import running_marker
 from attnsweep.store import provenance, write_file
 

@@ -8,15 +8,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attnsweep.blocks import rectangles, stored_jobs
-from attnsweep.registry import Experiment, JobSpec, point_path
-
-if TYPE_CHECKING:
-    from attnsweep.refine import Settings
-
-SEED = "seed"
+from attnsweep.contract import Experiment
+from attnsweep.grid import SEED
+from attnsweep.jobspec import JobSpec, point_path
+from attnsweep.refine_record import RefineSettings
 
 
 def estimate(function: Callable[[JobSpec], float], job: JobSpec) -> float:
@@ -39,7 +37,7 @@ class Plan:
     dtype: str
     block_mib: int = 256
     extra: tuple[dict[str, list], ...] = ()  # rectangles added by refinement (axes and seed)
-    refine: Settings | None = None
+    refine: RefineSettings | None = None
     _blocks: dict[str, JobSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property

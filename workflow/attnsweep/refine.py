@@ -2,7 +2,7 @@
 
 A round reads a finished sweep (``sweep.zarr``: which points hold which seeds; ``boundary.zarr``:
 each row's estimate and 95% bootstrap interval) and decides, per boundary (an experiment's
-:class:`~attnsweep.registry.Target`) and row (a point of the boundary's dimensions), with
+:class:`~attnsweep.contract.Target`) and row (a point of the boundary's dimensions), with
 ``h`` the interval's half-width, ``p`` the precision wanted and ``[a, b]`` the bracket (the
 row's neighbouring values of the crossing axis around the estimate):
 
@@ -18,7 +18,7 @@ row's neighbouring values of the crossing axis around the estimate):
   the base grid's crossing values and seeds.
 
 A round's new points become rectangles of the grid (:meth:`attnsweep.plan.Plan.with_extra`),
-recorded in ``<results>/<experiment>/refine.json`` before any of them runs; every run of the
+recorded (:mod:`attnsweep.refine_record`) before any of them runs; every run of the
 workflow plans them, so a round is an ordinary Snakemake run and a killed round is finished by
 running again. The record also keeps each round's assessment of every row, and
 ``refine.csv`` is the same as a table with the interval after the round beside the one before.
@@ -26,134 +26,24 @@ running again. The record also keeps each round's assessment of every row, and
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import xarray as xr
 
+from attnsweep.contract import Target
+from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
-from attnsweep.grid import canonical, format_value
-from attnsweep.plan import SEED, Plan, estimate
-from attnsweep.registry import Target
-
-if TYPE_CHECKING:
-    import xarray as xr
-
-RECORD = "refine.json"
-TABLE = "refine.csv"
-COLUMNS = ("round", "boundary", "row", "action", "reason", "added", "new_points", "estimate", "low", "high",
-           "wanted", "estimate_after", "low_after", "high_after")
+from attnsweep.grid import SEED, canonical, format_value
+from attnsweep.plan import Plan, estimate
+from attnsweep.refine_record import RefineSettings
+from attnsweep.store import open_store
 
 
-@dataclass(frozen=True)
-class Settings:
-    """One experiment's ``refine`` section (schema: ``$defs/refine``)."""
-
-    precision: float
-    relative: bool
-    targets: tuple[Target, ...]
-    curve: tuple[str, ...]
-    rounds: int
-    points: int
-    max_new: int
-    max_seeds: int
-    core_hours: float
-
-    def wanted(self, estimate: float) -> float:
-        """The largest half-width accepted at ``estimate``."""
-        return self.precision * abs(estimate) if self.relative else self.precision
-
-    def refinable(self) -> set[str]:
-        """Axes whose values refinement adds (and the seed)."""
-        return {t.crossing for t in self.targets if t.crossing} | set(self.curve) | {SEED}
-
-
-def settings(plan: Plan, section: dict[str, Any], prefix: str) -> Settings:
-    """Check a schema-valid ``refine`` section against the experiment; ConfigError naming the key."""
-    declared = {t.variable: t for t in plan.experiment.targets}
-    if not declared:
-        raise ConfigError(prefix, f"{plan.name} has no boundary refinement can locate (no targets)")
-    chosen = section.get("boundaries", list(declared))
-    for name in chosen:
-        if name not in declared:
-            raise ConfigError(f"{prefix}.boundaries", f"unknown boundary {name!r} (known: {', '.join(declared)})")
-    targets = tuple(declared[name] for name in chosen)
-    curves = {axis for t in targets for axis in t.curves}
-    for axis in section["curve"]:
-        if axis not in curves:
-            raise ConfigError(f"{prefix}.curve", f"{axis!r} is no curve axis of the boundaries refined "
-                                                 f"(curve axes: {', '.join(sorted(curves)) or 'none'})")
-    if section["max_seeds"] < len(plan.seeds):
-        raise ConfigError(f"{prefix}.max_seeds", f"{section['max_seeds']} is below the {len(plan.seeds)} seeds "
-                                                 "of the base grid")
-    return Settings(section["precision"], section["relative"], targets, tuple(section["curve"]),
-                    section["rounds"], section["points"], section["max_new"], section["max_seeds"],
-                    section["core_hours"])
-
-
-def record_path(results: str | Path, name: str) -> Path:
-    return Path(results, name, RECORD)
-
-
-def load_record(results: str | Path, name: str) -> dict[str, Any]:
-    """The refinement record of one experiment (empty when it has none yet)."""
-    path = record_path(results, name)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return {"experiment": name, "rounds": []}
-    except (OSError, ValueError) as err:
-        raise ConfigError(str(path), f"unreadable refinement record: {err}") from None
-
-
-def recorded_blocks(plan: Plan, record: dict[str, Any], refine: Settings) -> list[dict[str, list]]:
-    """The rectangles of every recorded round still inside the configured grid: on the axes
-    refinement does not add to, their values are kept where the base grid has them."""
-    keep = refine.refinable()
-    blocks = []
-    for round_ in record["rounds"]:
-        for rect in round_["blocks"]:
-            rect = {axis: values if axis in keep else [v for v in values if v in plan.grid[axis]]
-                    for axis, values in rect.items()}
-            if all(rect.values()):
-                blocks.append(rect)
-    return blocks
-
-
-def save_record(results: str | Path, name: str, record: dict[str, Any]) -> None:
-    """Write the record and its table, each through a temporary file and a rename."""
-    path = record_path(results, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for target, text in ((path, json.dumps(record, indent=1)), (path.with_name(TABLE), table(record))):
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, target)
-
-
-def table(record: dict[str, Any]) -> str:
-    """The decisions of every round as CSV, with each row's interval after the round."""
-    import csv
-    import io
-
-    out = io.StringIO()
-    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    stages = [*record["rounds"], *([record["final"]] if "final" in record else [])]
-    for stage, after in zip(stages, [*stages[1:], None]):
-        later = {(d["boundary"], d["row"]): d for d in after["assessment"]} if after else {}
-        for d in stage["assessment"]:
-            nxt = later.get((d["boundary"], d["row"]), {})
-            writer.writerow({**{k: d.get(k, "") for k in COLUMNS}, "round": stage["round"],
-                             **{f"{k}_after": nxt.get(k, "") for k in ("estimate", "low", "high")}})
-    return out.getvalue()
-
-
-# ---------------------------------------------------------------------------------- decisions
 @dataclass
 class Proposal:
     """New points one decision would add, and how urgent it is (larger first)."""
@@ -163,7 +53,7 @@ class Proposal:
     decision: dict[str, Any]
 
 
-def decide(plan: Plan, refine: Settings, simulated: xr.DataArray, boundary: xr.Dataset,
+def decide(plan: Plan, refine: RefineSettings, simulated: xr.DataArray, boundary: xr.Dataset,
            budget_s: float) -> tuple[list[dict[str, list]], list[dict[str, Any]], str]:
     """One round: the rectangles to add, the assessment of every row, and why it stops ("" if not).
 
@@ -237,7 +127,7 @@ class _PointSet:
         return [self.coords[axis][i] for i in np.flatnonzero(held)]
 
 
-def _target(plan: Plan, refine: Settings, target: Target, have: _PointSet, bnd: xr.Dataset) -> list[Proposal]:
+def _target(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, bnd: xr.Dataset) -> list[Proposal]:
     """The decision of every row of one boundary."""
     est_da = bnd[target.variable]
     dims = list(est_da.dims)
@@ -270,7 +160,7 @@ def _number(x: float) -> float | str:
     return float(f"{x:.6g}") if np.isfinite(x) else ""
 
 
-def _row(plan: Plan, refine: Settings, target: Target, have: _PointSet, row: dict, grid_row: dict,
+def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, row: dict, grid_row: dict,
          present: list[float], est: float, low: float, high: float) -> Proposal:
     """locate, seeds or nothing for one row (see the module docstring)."""
     decision = {"boundary": target.variable, "row": _row_text(row), "estimate": _number(est), "low": _number(low),
@@ -338,7 +228,7 @@ def _span(present: list[float], a: float, b: float, low: float, high: float) -> 
     return [v for v in present if min(start, a) <= v <= max(stop, b)]
 
 
-def _more_seeds(have: _PointSet, point: dict, refine: Settings) -> bool:
+def _more_seeds(have: _PointSet, point: dict, refine: RefineSettings) -> bool:
     return len(have.seeds(point)) < refine.max_seeds
 
 
@@ -354,7 +244,7 @@ def _point(plan: Plan, point: dict[str, float], seed: int) -> tuple:
     return (*(point[a] for a in plan.experiment.axis_names), seed)
 
 
-def _curve(plan: Plan, refine: Settings, target: Target, have: _PointSet, dims: list[str],
+def _curve(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, dims: list[str],
            rows_coords: dict[str, list], est: np.ndarray, half: np.ndarray, exists: dict[tuple, bool],
            axis: str) -> list[Proposal]:
     """Rows halfway between neighbours along ``axis`` whose estimates differ by more than the
@@ -399,7 +289,7 @@ def _allowed(plan: Plan, axis: str, value: float) -> bool:
     return True
 
 
-def _free_axis(refine: Settings) -> str | None:
+def _free_axis(refine: RefineSettings) -> str | None:
     return next((t.crossing for t in refine.targets if t.crossing), None)
 
 
@@ -430,13 +320,9 @@ def _seconds(plan: Plan, points: set[tuple], axes: list[str], free: str | None) 
                for rect in _rectangles(points, axes, free) for spec in plan.rect_jobs(rect))
 
 
-# ---------------------------------------------------------------------------------- rounds
 def assess(plan: Plan, results: str | Path, record: dict[str, Any]) -> dict[str, Any]:
     """Decide the next round of one experiment from its finished sweep and update ``record``:
     a new round (its rectangles, points and estimated core-hours) or the final assessment."""
-    from attnsweep.cost import hours
-    from attnsweep.store import open_store
-
     folder = Path(results, plan.name)
     simulated = open_store(folder / "sweep.zarr")["simulated"].load()
     boundary = open_store(folder / "boundary.zarr").load()
@@ -455,95 +341,3 @@ def assess(plan: Plan, results: str | Path, record: dict[str, Any]) -> dict[str,
     rounds.append({"round": len(rounds) + 1, "new_points": new, "core_hours": round(hours(seconds), 6),
                    "blocks": blocks, "assessment": assessment})
     return record
-
-
-def drive(config_path: str, snakemake_args: list[str]) -> int:
-    """``attnsweep refine``: run the workflow, assess, record a round, until no experiment adds
-    one; then run the workflow once more for every output (figures). Returns Snakemake's status."""
-    import logging
-    import subprocess
-    import sys
-
-    from attnsweep.config import load_sweep, load_yaml
-
-    log = logging.getLogger("attnsweep.refine")
-    for arg in snakemake_args:
-        if arg in ("-d", "--directory") or arg.startswith("--directory="):
-            raise ConfigError(arg, "attnsweep refine runs Snakemake in the current directory (where it "
-                                   "reads the results): cd there instead of passing --directory")
-        if arg == "--configfile" or arg.startswith("--configfile="):
-            raise ConfigError(arg, "the config is attnsweep refine's first argument")
-    config = load_yaml(config_path)
-
-    def snakemake(targets: list[str]) -> int:
-        base = [sys.executable, "-m", "snakemake", *snakemake_args, "--configfile", config_path]
-        if any(Path(".snakemake", "locks").glob("*")):
-            clear_stale_lock(config.get("results", "results"), base)
-        command = [sys.executable, "-m", "snakemake", *targets, *snakemake_args, "--configfile", config_path]
-        log.info("running %s", " ".join(command))
-        return subprocess.run(command).returncode
-
-    while True:
-        sweep = load_sweep(config)
-        plans = {name: plan for name, plan in sweep.plans.items() if plan.refine is not None}
-        if not plans:
-            raise ConfigError(config_path, "no experiment has a refine section")
-        status = snakemake([f"{sweep.results}/{name}/boundary.zarr" for name in plans])
-        if status:
-            return status
-        added = False
-        for name, plan in plans.items():
-            record = assess(plan, sweep.results, load_record(sweep.results, name))
-            save_record(sweep.results, name, record)
-            if "final" in record:
-                log.info("%s: %s after %d rounds", name, record["final"]["reason"], len(record["rounds"]))
-            else:
-                last = record["rounds"][-1]
-                log.info("%s: round %d adds %d points (%.3g core-hours)", name, last["round"],
-                         last["new_points"], last["core_hours"])
-                added = True
-        if not added:
-            return snakemake([])
-
-
-def clear_stale_lock(results: str, snakemake: list[str]) -> None:
-    """Unlock the working directory after a killed run: Snakemake's lock outlives kill -9, the
-    results lock (:mod:`attnsweep.lock`, a kernel ``flock``) does not, so when nothing holds the
-    latter no run of these results is alive and the former is stale."""
-    import logging
-    import subprocess
-
-    from attnsweep.lock import claim
-
-    claim(results).close()  # refused, naming the holder, while a run of these results is alive
-    logging.getLogger("attnsweep.refine").info("removing the stale Snakemake lock of a killed run")
-    subprocess.run([*snakemake, "--unlock"], check=True, capture_output=True)
-
-
-def summary(plan: Plan, results: str | Path) -> list[str]:
-    """Status lines of a refined experiment: its rounds, and per row of its latest assessment
-    the interval's half-width against the precision."""
-    record = load_record(results, plan.name)
-    lines = [f"  refinement: {len(record['rounds'])} rounds recorded (at most {plan.refine.rounds}), "
-             f"precision {format_value(plan.refine.precision)}{' relative' if plan.refine.relative else ''}"]
-    for r in record["rounds"]:
-        counts = defaultdict(int)
-        for d in r["assessment"]:
-            counts[d["action"]] += 1
-        acts = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-        lines.append(f"  round {r['round']}: {r['new_points']} new points, about {r['core_hours']:.3g} "
-                     f"core-hours ({acts})")
-    latest = record.get("final") or (record["rounds"][-1] if record["rounds"] else None)
-    if latest is None:
-        return [*lines, "  no round assessed yet: run attnsweep refine"]
-    if "reason" in latest:
-        lines.append(f"  stopped: {latest['reason']}")
-    else:
-        lines.append(f"  round {latest['round']} is decided; its points run on the next attnsweep refine")
-    for d in latest["assessment"]:
-        if d["estimate"] == "":
-            continue
-        half = (d["high"] - d["low"]) / 2 if d["low"] != "" and d["high"] != "" else math.inf
-        lines.append(f"    {d['boundary']} {d['row']}: {format_value(d['estimate'])} "
-                     f"[{d['low']}, {d['high']}] half-width {half:.3g} vs {d['wanted']}: {d['action']}")
-    return lines

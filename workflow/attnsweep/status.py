@@ -18,9 +18,11 @@ A rerun of the workflow redoes exactly the jobs that are not ``done``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -29,10 +31,12 @@ from typing import TYPE_CHECKING
 
 from attnsweep.grid import format_value
 from attnsweep.layout import complete
+from attnsweep.refine_record import load_record
 
 if TYPE_CHECKING:
     from attnsweep.config import Sweep
-    from attnsweep.registry import JobSpec
+    from attnsweep.jobspec import JobSpec
+    from attnsweep.plan import Plan
 
 STATES = ("done", "running", "interrupted", "failed", "pending")
 
@@ -49,7 +53,7 @@ def running_marker(store: str | Path) -> Iterator[None]:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
     except OSError as err:  # the store could not be written either: say so before computing
-        from attnsweep.store import StoreWriteError
+        from attnsweep.store import StoreWriteError  # heavy (xarray, zarr): status alone never needs it
 
         with suppress(OSError):  # a marker begun on a full disk; nothing to undo when read-only
             marker.unlink()
@@ -150,9 +154,36 @@ def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "fai
         figures = list(Path(sweep.results, name, "figures").glob("*.png"))
         lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
         if sweep.plans[name].refine is not None:
-            from attnsweep.refine import summary
-
-            lines += summary(sweep.plans[name], sweep.results)
+            lines += refinement_lines(sweep.plans[name], sweep.results)
         lines += [f"  {job.state:<11} {job.point} [{job.block}]  {job.detail}".rstrip()
                   for job in jobs if job.state in show]
     return "\n".join(lines)
+
+
+def refinement_lines(plan: Plan, results: str | Path) -> list[str]:
+    """Status lines of a refined experiment: its rounds, and per row of its latest assessment
+    the interval's half-width against the precision."""
+    record = load_record(results, plan.name)
+    lines = [f"  refinement: {len(record['rounds'])} rounds recorded (at most {plan.refine.rounds}), "
+             f"precision {format_value(plan.refine.precision)}{' relative' if plan.refine.relative else ''}"]
+    for r in record["rounds"]:
+        counts = defaultdict(int)
+        for d in r["assessment"]:
+            counts[d["action"]] += 1
+        acts = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+        lines.append(f"  round {r['round']}: {r['new_points']} new points, about {r['core_hours']:.3g} "
+                     f"core-hours ({acts})")
+    latest = record.get("final") or (record["rounds"][-1] if record["rounds"] else None)
+    if latest is None:
+        return [*lines, "  no round assessed yet: run attnsweep refine"]
+    if "reason" in latest:
+        lines.append(f"  stopped: {latest['reason']}")
+    else:
+        lines.append(f"  round {latest['round']} is decided; its points run on the next attnsweep refine")
+    for d in latest["assessment"]:
+        if d["estimate"] == "":
+            continue
+        half = (d["high"] - d["low"]) / 2 if d["low"] != "" and d["high"] != "" else math.inf
+        lines.append(f"    {d['boundary']} {d['row']}: {format_value(d['estimate'])} "
+                     f"[{d['low']}, {d['high']}] half-width {half:.3g} vs {d['wanted']}: {d['action']}")
+    return lines

@@ -135,7 +135,7 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
     if "step" in request:
         return _check_step(request, inside)
     from attnsweep import registry
-    from attnsweep.registry import JobSpec
+    from attnsweep.jobspec import JobSpec
 
     if set(request) != JOB_KEYS:
         raise RefusedRequest(f"a job request has the keys {sorted(JOB_KEYS)}, not {sorted(request)}"[:300])
@@ -193,7 +193,7 @@ def run_request(request: dict[str, Any]) -> None:
         getattr(aggregate, request["step"])(**request["args"])
         return
     from attnsweep.jobs import run_job
-    from attnsweep.registry import JobSpec
+    from attnsweep.jobspec import JobSpec
 
     run_job(JobSpec.from_dict(request["spec"]), request["out"], device=request["device"],
             threads=request["threads"])

@@ -40,7 +40,8 @@ gc.freeze()
 wildcard_constraints:
     experiment="|".join(SWEEP.plans),
     job=r"([A-Za-z_]\w*~[^/~]+/)+[0-9a-f]{12}|all/[0-9a-f]{12}",
-    figure=r"[^/]+",
+    # the figures the experiments declare: a target naming another is "No rule to produce" it
+    figure="|".join(sorted({re.escape(f.name) for figs in FIGURES.values() for f in figs})) or r"(?!)",
 
 
 def run_paths(wildcards):

@@ -1,0 +1,72 @@
+"""``attnsweep refine``: the workflow run round by round until every boundary is precise.
+
+Each round runs Snakemake up to the boundaries of the experiments with a ``refine`` section,
+lets :func:`attnsweep.refine.assess` decide the next round's points, records them
+(:mod:`attnsweep.refine_record`), and runs again; when no experiment adds a round, one last run
+makes every output (figures).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from attnsweep.config import load_sweep, load_yaml
+from attnsweep.errors import ConfigError
+from attnsweep.lock import claim
+from attnsweep.refine import assess
+from attnsweep.refine_record import load_record, save_record
+
+
+def drive(config_path: str, snakemake_args: list[str]) -> int:
+    """``attnsweep refine``: run the workflow, assess, record a round, until no experiment adds
+    one; then run the workflow once more for every output (figures). Returns Snakemake's status."""
+    log = logging.getLogger("attnsweep.refine")
+    for arg in snakemake_args:
+        if arg in ("-d", "--directory") or arg.startswith("--directory="):
+            raise ConfigError(arg, "attnsweep refine runs Snakemake in the current directory (where it "
+                                   "reads the results): cd there instead of passing --directory")
+        if arg == "--configfile" or arg.startswith("--configfile="):
+            raise ConfigError(arg, "the config is attnsweep refine's first argument")
+    config = load_yaml(config_path)
+
+    def snakemake(targets: list[str]) -> int:
+        base = [sys.executable, "-m", "snakemake", *snakemake_args, "--configfile", config_path]
+        if any(Path(".snakemake", "locks").glob("*")):
+            clear_stale_lock(config.get("results", "results"), base)
+        command = [sys.executable, "-m", "snakemake", *targets, *snakemake_args, "--configfile", config_path]
+        log.info("running %s", " ".join(command))
+        return subprocess.run(command).returncode
+
+    while True:
+        sweep = load_sweep(config)
+        plans = {name: plan for name, plan in sweep.plans.items() if plan.refine is not None}
+        if not plans:
+            raise ConfigError(config_path, "no experiment has a refine section")
+        status = snakemake([f"{sweep.results}/{name}/boundary.zarr" for name in plans])
+        if status:
+            return status
+        added = False
+        for name, plan in plans.items():
+            record = assess(plan, sweep.results, load_record(sweep.results, name))
+            save_record(sweep.results, name, record)
+            if "final" in record:
+                log.info("%s: %s after %d rounds", name, record["final"]["reason"], len(record["rounds"]))
+            else:
+                last = record["rounds"][-1]
+                log.info("%s: round %d adds %d points (%.3g core-hours)", name, last["round"],
+                         last["new_points"], last["core_hours"])
+                added = True
+        if not added:
+            return snakemake([])
+
+
+def clear_stale_lock(results: str, snakemake: list[str]) -> None:
+    """Unlock the working directory after a killed run: Snakemake's lock outlives kill -9, the
+    results lock (:mod:`attnsweep.lock`, a kernel ``flock``) does not, so when nothing holds the
+    latter no run of these results is alive and the former is stale."""
+    claim(results).close()  # refused, naming the holder, while a run of these results is alive
+    logging.getLogger("attnsweep.refine").info("removing the stale Snakemake lock of a killed run")
+    subprocess.run([*snakemake, "--unlock"], check=True, capture_output=True)
