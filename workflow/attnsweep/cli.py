@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnsweep import worker
 from attnsweep.errors import ConfigError
 from attnsweep.worker import AGGREGATE_STEPS
 
@@ -45,7 +46,7 @@ def parse_value(text: str) -> Any:
 
 def config_from_pairs(experiment: str, pairs: list[str]) -> dict[str, Any]:
     """A config dict with one experiment section from ``key=value`` pairs; every axis batched."""
-    from attnsweep import registry
+    from attnsweep import registry  # numpy and more: kept off the job client's start-up (attnsweep job)
 
     try:
         axes = registry.get(experiment).axis_names
@@ -75,7 +76,7 @@ def format_duration(seconds: float) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> None:
-    from attnsweep.project import init
+    from attnsweep.project import init  # numpy and more: kept off the job client's start-up (attnsweep job)
 
     for path in init(args.directory, force=args.force):
         print(path)
@@ -84,14 +85,14 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 
 def cmd_workflow_path(_: argparse.Namespace) -> None:
-    from attnsweep.shipped import snakefile
+    from attnsweep.shipped import snakefile  # numpy and more: kept off the job client's start-up (attnsweep job)
 
     print(snakefile())
 
 
 def cmd_experiments(_: argparse.Namespace) -> None:
-    from attnsweep import registry
-    from attnsweep.config import experiment_defaults
+    from attnsweep import registry  # numpy and more: kept off the job client's start-up (attnsweep job)
+    from attnsweep.config import experiment_defaults  # jsonschema, idem
 
     for name in registry.names():
         exp = registry.get(name)
@@ -108,9 +109,9 @@ def cmd_experiments(_: argparse.Namespace) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> None:
-    import yaml
+    import yaml  # idem
 
-    from attnsweep.config import schema
+    from attnsweep.config import schema  # jsonschema, idem
 
     document = schema()
     if args.experiment:
@@ -122,7 +123,7 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    from attnsweep.config import load_sweep, load_yaml
+    from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
     sweep = load_sweep(load_yaml(args.config))
     for name, plan in sweep.plans.items():
@@ -139,7 +140,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 def cmd_status(args: argparse.Namespace) -> None:
     from attnsweep import status
-    from attnsweep.config import load_sweep, load_yaml
+    from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
     show = status.STATES if args.all else ("running", "interrupted", "failed")
     print(status.report(load_sweep(load_yaml(args.config)), show))
@@ -154,8 +155,8 @@ def cmd_refine(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from attnsweep.config import load_sweep
-    from attnsweep.jobs import run_job
+    from attnsweep.config import load_sweep  # jsonschema, numpy: not on the job client's path
+    from attnsweep.jobs import run_job  # heavy: torch, xarray, zarr
 
     sweep = load_sweep(config_from_pairs(args.experiment, args.pairs))
     (spec,) = sweep.plans[args.experiment].jobs().values()
@@ -165,8 +166,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_job(args: argparse.Namespace) -> None:
-    from attnsweep import worker
-    from attnsweep.status import running_marker
+    from attnsweep.status import running_marker  # numpy (status's grid): only this command marks stores
 
     spec = {**json.loads(args.spec), "block_mib": args.block_mib}
     request = {"spec": spec, "out": args.out, "device": args.device,
@@ -182,16 +182,16 @@ def cmd_job(args: argparse.Namespace) -> None:
 def cmd_collect(args: argparse.Namespace) -> None:
     """``attnsweep.aggregate.collect`` in this process, its arguments read from a JSON file: the
     list of run stores can exceed the length of one command-line argument."""
-    from attnsweep import aggregate
+    from attnsweep import aggregate  # heavy: xarray, zarr, dask
 
     with open(args.arguments) as fh:
         aggregate.collect(**json.load(fh))
 
 
 def cmd_pack(args: argparse.Namespace) -> None:
-    from tqdm import tqdm
+    from tqdm import tqdm  # pack's progress only
 
-    from attnsweep.store import pack
+    from attnsweep.store import pack  # heavy: xarray, zarr
 
     stores = sorted(p for p in Path(args.results).glob("*/runs/**/*.zarr")
                     if p.is_dir() and not p.name.startswith("."))
@@ -203,8 +203,6 @@ def cmd_pack(args: argparse.Namespace) -> None:
 
 
 def cmd_aggregate(args: argparse.Namespace) -> None:
-    from attnsweep import worker
-
     status = worker.run({"step": args.step, "args": json.loads(args.arguments)})
     if status:
         raise SystemExit(status)

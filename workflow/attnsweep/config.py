@@ -48,7 +48,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 def _schema_error_line(config: dict[str, Any]) -> ConfigError:
     """Re-run the schema with plain jsonschema to name the first offending key in one line."""
-    from jsonschema.exceptions import best_match
+    from jsonschema.exceptions import best_match  # the error path only
 
     error = best_match(_strict_validator()(schema()).iter_errors(config))
     if error is None:  # pragma: no cover - the filling and the plain validator disagree

@@ -134,8 +134,8 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
 
     if "step" in request:
         return _check_step(request, inside)
-    from attnsweep import registry
-    from attnsweep.jobspec import JobSpec
+    from attnsweep import registry  # numpy and more: the client checks nothing, the server preloads it
+    from attnsweep.jobspec import JobSpec  # idem
 
     if set(request) != JOB_KEYS:
         raise RefusedRequest(f"a job request has the keys {sorted(JOB_KEYS)}, not {sorted(request)}"[:300])
@@ -161,7 +161,7 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
     """The aggregate half of :func:`check_request`: a step of :data:`AGGREGATE_STEPS` whose
     ``args`` are exactly its function's parameters: paths inside the results, others of their
     annotated (plain) type."""
-    from attnsweep import aggregate
+    from attnsweep import aggregate  # heavy (xarray, zarr, dask): the server preloads it
 
     if set(request) != {"step", "args", "cwd"} or request["step"] not in AGGREGATE_STEPS:
         raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {AGGREGATE_STEPS}")
@@ -186,14 +186,14 @@ def run_request(request: dict[str, Any]) -> None:
     """Run one request in this process (the child's and the no-server path): a simulate job, or
     a step of :mod:`attnsweep.aggregate` (``step``, one of :data:`AGGREGATE_STEPS`, and its ``args``)."""
     if "step" in request:
-        from attnsweep import aggregate
+        from attnsweep import aggregate  # heavy: in the server or an aggregate process only
 
         if request["step"] not in AGGREGATE_STEPS:
             raise ValueError(f"unknown aggregate step {request['step']!r}; one of {AGGREGATE_STEPS}")
         getattr(aggregate, request["step"])(**request["args"])
         return
-    from attnsweep.jobs import run_job
-    from attnsweep.jobspec import JobSpec
+    from attnsweep.jobs import run_job  # heavy: torch, xarray, zarr
+    from attnsweep.jobspec import JobSpec  # numpy: idem
 
     run_job(JobSpec.from_dict(request["spec"]), request["out"], device=request["device"],
             threads=request["threads"])
@@ -212,9 +212,9 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
-    import logging
+    import logging  # the forked child's own set-up
 
-    from attnsweep.errors import ConfigError
+    from attnsweep.errors import ConfigError  # idem
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s",
                         stream=sys.stderr, force=True)
@@ -225,9 +225,9 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         print(f"attnsweep: config error: {err}", file=sys.stderr)
         status = 2
     except BaseException as err:  # report as a fresh process would (cli.main)
-        import traceback
+        import traceback  # the failure path only
 
-        from attnsweep.store import StoreWriteError
+        from attnsweep.store import StoreWriteError  # preloaded in the server
 
         if isinstance(err, StoreWriteError):  # disk full, read-only: one line
             print(f"attnsweep: {err}", file=sys.stderr)
@@ -280,7 +280,7 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
 
     import attnsweep.aggregate  # noqa: F401  (xarray, dask)
     import attnsweep.jobs  # noqa: F401  (zarr)
-    from attnsweep import registry
+    from attnsweep import registry  # the preload itself
 
     registry.discover()  # torch, numpy, every experiment (installed ones too)
 
@@ -357,7 +357,7 @@ def _reap(children: set[int]) -> set[int]:
 
 
 def main() -> None:
-    import argparse
+    import argparse  # the server's own command line only
 
     parser = argparse.ArgumentParser(description="attnsweep fork server for local simulate jobs")
     parser.add_argument("socket", help="its path, in a directory only this user can enter")

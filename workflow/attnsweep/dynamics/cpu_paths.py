@@ -32,6 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
+
+try:
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+except ImportError:  # numpy < 2
+    from numpy.core._multiarray_umath import __cpu_features__ as features
 
 from attnsweep.errors import ConfigError
 
@@ -111,12 +117,6 @@ def dispatch() -> dict[str, str]:
     torch's versions and the vector code each dispatches to (numpy's enabled SIMD features,
     torch's CPU capability; ``NPY_DISABLE_CPU_FEATURES`` and ``ATEN_CPU_CAPABILITY`` change them),
     and OpenBLAS's kernel set (``OPENBLAS_CORETYPE``)."""
-    from threadpoolctl import threadpool_info
-
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_features__ as features
     blas = sorted(f"{i['internal_api']} {i.get('architecture')}" for i in threadpool_info() if i["user_api"] == "blas")
     return {"host": platform.node(), "cpu": cpu_model(), "numpy": np.__version__, "torch": torch.__version__,
             "numpy_simd": " ".join(sorted(name for name, on in features.items() if on)),  # the CPU's
@@ -149,8 +149,6 @@ def keep(file: Path, record: dict) -> None:
 
 def measure() -> dict[str, str]:
     """Time numpy's and torch's implementation of each primitive, one thread; the faster of each."""
-    from threadpoolctl import threadpool_limits
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
