@@ -3,7 +3,7 @@
 Truths: the masked softmax against a numpy softmax over each prefix; the hierarchy of CSA
 (tokens 1..k never see later tokens); Lemma 3.1 (the first token in closed form, fixed for
 V = I to machine precision); Theorem 4.1 (every token goes to x_1(0) for V = I); the two-token
-ODE in closed form (notes 003 s4); the capture fraction against brute force; the recorded centre
+ODE in closed form (docs/papers/003.md §4); the capture fraction against brute force; the recorded centre
 counts against Monte Carlo of the definitions; bad options refused by key; job-cut, chunking and
 mask-set invariance of whole simulate jobs.
 """
@@ -90,7 +90,7 @@ def test_v_identity_first_token_fixed_and_every_token_reaches_it() -> None:
 
 
 def test_two_tokens_follow_the_closed_form() -> None:
-    """c = <x_1, x_2>: c' = (1 - c^2)/(1 + e^{beta (1 - c)}) for V = Q = K = I (notes 003 s4)."""
+    """c = <x_1, x_2>: c' = (1 - c^2)/(1 + e^{beta (1 - c)}) for V = Q = K = I (docs/papers/003.md §4)."""
     x = tokens(1, 2, 4, seed=5)
     c0 = float(x[0, 0] @ x[0, 1])
     for t in (0.5, 2.0, 6.0):

@@ -172,7 +172,7 @@ def renyi_parking_mean(length: float, per_unit: int = 1000) -> float:
 
 
 def test_renyi_saturated_count_is_parking_on_the_circle() -> None:
-    """Notes s4: after the first centre, parking on the arc of 2 pi/delta - 1 car lengths, so
+    """docs/papers/003.md §4: after the first centre, parking on the arc of 2 pi/delta - 1 car lengths, so
     the saturated mean is 1 + M(2 pi/delta - 1) = c_R 2 pi/delta up to a superexponential error."""
     for delta in (0.5, 0.8):
         exact = 1.0 + renyi_parking_mean(2 * math.pi / delta - 1.0)
@@ -250,7 +250,7 @@ def test_first_token_solves_its_ode(d: int) -> None:
     np.testing.assert_allclose(x[0], x1, atol=1e-15)
     fd = (theory.first_token(t + eps, v, x1) - theory.first_token(t - eps, v, x1)) / (2 * eps)
     np.testing.assert_allclose(fd, tangent_field(x, v), atol=1e-8)
-    # V = I: the first token is fixed (notes s1).
+    # V = I: the first token is fixed (docs/papers/003.md §1).
     np.testing.assert_allclose(
         theory.first_token(t, np.eye(d), x1), np.tile(x1, (13, 1)), atol=1e-15
     )

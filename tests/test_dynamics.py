@@ -285,8 +285,9 @@ def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch
 
 
 def test_summary_theory_is_gamma_inf_delta_for_identity_only() -> None:
-    """t_star_theory on the summary's coordinates: the notes' value 6.95350 (n = 32, delta = 1e-3,
-    beta_eff = 4 from beta = 0, gamma = 4/log 32), NaN past beta = 700 and for random matrices."""
+    """t_star_theory on the summary's coordinates: the reference value 6.95350 of docs/papers/001.md §4
+    (n = 32, delta = 1e-3, beta_eff = 4 from beta = 0, gamma = 4/log 32), NaN past beta = 700 and for
+    random matrices."""
     import xarray as xr
 
     from attnsweep.experiments.sphere_clustering import SphereClustering

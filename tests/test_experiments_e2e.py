@@ -6,7 +6,7 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
   PDF page, every axes of the figure holds data, and its PNG panel shows it);
 - the boundary table against independent truth: the crossing or fit recomputed here from
   sweep.zarr's per-seed data, and the theory the README cites (Gamma_inf,delta for
-  sphere_clustering, the notes' t* table for mixture_training, (d - 1)/2 and Lemma C.1 for
+  sphere_clustering, the reference t* table for mixture_training (docs/papers/002.md §6), (d - 1)/2 and Lemma C.1 for
   causal_clustering; cluster_emergence's theorems are checked on the same run by test_emergence);
 - grow a batched axis and add a value of a fanned-out one: only the new blocks are planned;
   kill -9 of the whole process tree at a seeded random moment of that run's simulate, then
@@ -117,7 +117,7 @@ def check_sphere_clustering(out: Path) -> None:
 
 def check_mixture_training(out: Path) -> None:
     """t*: the first flow time lr x step at which the seed-mean hard loss falls below (1/2) log 2,
-    recomputed; joint GD against the notes' reference table (109 and 75 at K = 2, omega = 0.1
+    recomputed; joint GD against the reference table of docs/papers/002.md §6 (109 and 75 at K = 2, omega = 0.1
     and 0.3; infinite width, lr = 0.1). Measured at lr = 0.5: m = inf 110.9 and 75.9 (+1.7%,
     +1.1%), m = 8 112.3 and 76.4 (+3.0%, +1.9%); one record later (5 time units) is +4.6 to
     +6.7%. The infinite-width model is deterministic: its interval has no width."""
@@ -136,7 +136,7 @@ def check_mixture_training(out: Path) -> None:
     joint = table[table["mode"] == "joint"]
     assert len(joint) == 4
     for row in joint.itertuples():
-        tolerance = 0.03 if math.isinf(row.m) else 0.05  # the notes: finite m within 7% of the table
+        tolerance = 0.03 if math.isinf(row.m) else 0.05  # docs/papers/002.md §6: finite m within 7% of the table
         assert row.t_star == pytest.approx(reference.loc[row.omega, row.K], rel=tolerance), row
         assert row.t_star_low <= row.t_star <= row.t_star_high
         if math.isinf(row.m):
@@ -146,7 +146,7 @@ def check_mixture_training(out: Path) -> None:
 def check_causal_clustering(out: Path) -> None:
     """The beta exponent of the meta-stable cluster count (V = I), refitted here as the
     least-squares slope of log(seed-mean clusters at t_max) on log beta, against (d - 1)/2
-    (Section 5, notes 003 s5 item 3). d = 2 must hit 1/2 (measured 0.46 and 0.47, both intervals
+    (Section 5, docs/papers/003.md §5 item 3). d = 2 must hit 1/2 (measured 0.46 and 0.47, both intervals
     hold 1/2). At d = 3, 24 tokens saturate at beta = 64 (14 to 19 clusters), so the fit falls
     short of 1 (measured 0.67 causal, 0.80 full) but must stay well above d = 2's. The strong
     centre counts of 3 realisations against Lemma C.1 (measured within 7-36%; test_causal checks

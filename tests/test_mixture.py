@@ -63,7 +63,7 @@ def config(**section) -> dict:
 @pytest.mark.parametrize(("K", "L"), [(2, 3), (3, 3), (4, 4), (3, 5)])
 def test_population_is_definition_2_1(K: int, L: int) -> None:
     pop = data.population(K, L)
-    assert len(pop.label) == 2 * K * (2 * (K - 1)) ** (L - 2)  # notes 002 s1
+    assert len(pop.label) == 2 * K * (2 * (K - 1)) ** (L - 2)  # docs/papers/002.md §1
     coefficients, rows = pop.tokens, np.arange(len(pop.label))
     assert np.all(np.abs(coefficients).sum(-1) == 1)  # every token is one signal, +-
     assert np.all(coefficients[rows, 0, pop.group] == 1)
@@ -106,7 +106,7 @@ def test_features_reproduce_the_output() -> None:
 
 # ---------------------------------------------------------------- engines
 def test_gram_engine_is_exact_gd_of_the_weights() -> None:
-    """At any width, the Gram update equals autograd GD on W_K, W_Q (notes 002 s3), w included."""
+    """At any width, the Gram update equals autograd GD on W_K, W_Q (docs/papers/002.md §3), w included."""
     K, m, B = 2, 5, 4
     _, X, y = tensors(K, 3)
     W_K, W_Q = weights(B, m, 2 * K, 0.5)
@@ -153,7 +153,7 @@ def test_finite_width_converges_to_the_infinite_width_model() -> None:
 
 def test_trajectories_do_not_depend_on_d() -> None:
     """Signals and initial weights turned by one orthogonal matrix in d = 2K + 3 give the
-    trajectories of d = 2K in signal coordinates (notes 002 s2)."""
+    trajectories of d = 2K in signal coordinates (docs/papers/002.md §2)."""
     K, m, B, d = 2, 6, 2, 7
     R = torch.tensor(ortho_group.rvs(d, random_state=3))
     _, X, y = tensors(K, 3)
@@ -178,7 +178,7 @@ def job(**section):
 @pytest.mark.parametrize("K", [2, 3])
 def test_stage_1_matches_its_closed_form(K: int) -> None:
     """Infinite width, stage 1 of Algorithm 1 at lr = 0.01: w^T v_k, w^T c_k and the population
-    loss follow notes 002 s6; the hard loss is log 2 exactly (f = 0 on hard samples, Lemma 5.4)."""
+    loss follow docs/papers/002.md §6; the hard loss is log 2 exactly (f = 0 on hard samples, Lemma 5.4)."""
     lr, n_1 = 0.01, 300 * K  # t = 3K: past T_0.5 = 0.68 K, into the second phase
     experiment, spec = job(K=[K], m=["inf"], lr=[lr], seeds=1, modes=["three_stage"], steps=n_1 + 2,
                            stage_1_steps=n_1, stage_2_steps=1, record_every=n_1 // 30, wildcards=[])
@@ -198,7 +198,7 @@ def test_stage_1_matches_its_closed_form(K: int) -> None:
 
 def test_infinite_width_keeps_the_head_symmetry_and_learns() -> None:
     """Lemma C.4 holds exactly at infinite width; joint GD (K = 2, omega = 0.1, lr = 0.1) gets past
-    the plateau near the notes' t* = 109, and the attention features become separable."""
+    the plateau near the reference t* = 109 (docs/papers/002.md §6), and the attention features become separable."""
     experiment, spec = job(K=[2], m=["inf"], seeds=1, steps=3000, record_every=50, wildcards=[])
     ds = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False).squeeze()
     assert float(ds["sym_score"].max()) < 1e-12 and float(ds["sym_align"].max()) < 1e-12

@@ -3,7 +3,7 @@
 Truth comes from outside the module: a small numpy forward of Eq. 1 on the exact L-token
 population of Definition 2.1 (written here, independent of model.py), its explicit-Euler gradient
 flow, finite differences of its loss, scipy ODE integration of the reduced stage-1 equations and
-of the Gram system of notes s3, SLSQP on the simplex, and hand-computed hull distances.
+of the Gram system of docs/papers/002.md §3, SLSQP on the simplex, and hand-computed hull distances.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def mean_loss(f: np.ndarray, y: np.ndarray) -> float:
 
 
 def stage1_weights(K: int, a: float, c: float) -> np.ndarray:
-    """w_+ = c sum c_k + a sum v_k, w_- = c sum c_k - a sum v_k (the stage-1 symmetry, notes s6)."""
+    """w_+ = c sum c_k + a sum v_k, w_- = c sum c_k - a sum v_k (the stage-1 symmetry, docs/papers/002.md §6)."""
     ones = np.ones(K)
     return np.stack([np.r_[c * ones, a * ones], np.r_[c * ones, -a * ones]])
 
@@ -76,7 +76,7 @@ def stage1_weights(K: int, a: float, c: float) -> np.ndarray:
 
 
 def reduced_stage1(K: int, b: float, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a, c) of the reduced ODE of notes s6, phase 1.1 until the event 2a = b, then phase 1.2."""
+    """(a, c) of the reduced ODE of docs/papers/002.md §6, phase 1.1 until the event 2a = b, then phase 1.2."""
     opts = {"method": "DOP853", "rtol": 1e-12, "atol": 1e-14, "dense_output": True}
 
     def switch(t: float, z: np.ndarray) -> float:
@@ -184,7 +184,7 @@ def hard_loss(w: np.ndarray, S: np.ndarray, X: np.ndarray, y: np.ndarray, b: flo
 
 @pytest.mark.parametrize("K", [2, 3])
 def test_stage2_drive_is_minus_the_hard_loss_gradient(K: int) -> None:
-    """G_0 of notes s6 equals -dL_hard/dS_+ at S = 0 (central differences of the numpy model, w
+    """G_0 of docs/papers/002.md §6 equals -dL_hard/dS_+ at S = 0 (central differences of the numpy model, w
     from the stage-1 closed form at t = 5K); the - head's drive has its cross blocks negated."""
     b = 0.5
     one = theory.stage1(5.0 * K, K, b)
@@ -207,7 +207,7 @@ def test_stage2_drive_is_minus_the_hard_loss_gradient(K: int) -> None:
 
 @pytest.mark.parametrize("K", [2, 3, 8])
 def test_stage2_linear_solves_the_gram_system(K: int) -> None:
-    """dS = G Q~ + K~ G, dK~ = G S^T + S G^T, dQ~ = G^T S + S^T G (notes s3) with G frozen at G_0,
+    """dS = G Q~ + K~ G, dK~ = G S^T + S G^T, dQ~ = G^T S + S^T G (docs/papers/002.md §3) with G frozen at G_0,
     from S = 0, K~ = Q~ = omega^2 I, against the closed form, into sinh >> 1."""
     omega, W = 0.1, 0.19
     d = 2 * K
@@ -242,9 +242,9 @@ def test_stage2_rate_and_time() -> None:
     assert S.shape == (6, 6) and np.all(S[:K, :K] == 0) and np.all(S[K:, K:] == 0)
 
 
-def test_stage_steps_match_the_notes_and_grow_with_K_minus_1() -> None:
+def test_stage_steps_match_the_defaults_and_grow_with_K_minus_1() -> None:
     n_1, n_2, n_3 = theory.stage_steps(2, 0.1, 0.1)
-    assert (n_1, n_3) == (100, 2000) and 1900 < n_2 < 2200  # notes s8: 100 / ~2000 / 2000
+    assert (n_1, n_3) == (100, 2000) and 1900 < n_2 < 2200  # docs/papers/002.md §8: 100 / ~2000 / 2000
     omega = 0.1
     per_group = []
     for K in (2, 3, 4, 6, 8):
@@ -317,7 +317,7 @@ def test_lemma61_corrected_classifies_and_printed_does_not(K: int) -> None:
     assert np.mean(y * output(w, S.transpose(0, 2, 1), X, b) > 0) == 0.5  # key/query swapped: fails
     w, S, b = theory.lemma61(K, 50.0, corrected=False)
     f = output(w, S, X, b)
-    np.testing.assert_allclose(f, 1.0, rtol=0, atol=1e-12)  # f = 1 on every sample (notes s7.1)
+    np.testing.assert_allclose(f, 1.0, rtol=0, atol=1e-12)  # f = 1 on every sample (docs/papers/002.md §7 item 1)
     assert np.mean(y * f > 0) == 0.5
 
 

@@ -205,7 +205,7 @@ def test_hitting_time_vs_mpmath(model: str, beta: float, n: int) -> None:
             return n * mpmath.exp(-b * g) / (2 * core)
 
         ref = mpmath.quad(inv_rate, [0, 1 / b, 0.5, 0.9, 1 - d])
-        if model == "sa":  # the notes' closed form, in 30 digits
+        if model == "sa":  # the closed form of docs/papers/001.md §4, in 30 digits
             closed = (
                 m / mpmath.mpf(2 * n) * mpmath.log((n - m * d) / d)
                 + (mpmath.ei(b) - mpmath.ei(b * d)) / (2 * n)

@@ -168,7 +168,7 @@ def test_simplex_eta_matches_torch_jacrev():
 
 @pytest.mark.parametrize("n, d, rho, gamma, q", ETA_CASES[1:])
 def test_eq90_erratum_factor_two(n, d, rho, gamma, q):
-    """Eq. 86 needs the factor 2 on Eq. 90's beta E F term (notes section 5, erratum 2)."""
+    """Eq. 86 needs the factor 2 on Eq. 90's beta E F term (docs/papers/000.md §5 item 2)."""
     truth = dense_eta_complex_step(theory.simplex_tokens(n, d, rho, q), gamma * np.log(n))
     corrected = eta_eq86(n, d, rho, gamma, q, cross_factor=2.0)
     as_printed = eta_eq86(n, d, rho, gamma, q, cross_factor=1.0)
@@ -198,7 +198,7 @@ def test_tails_match_paper_forms_in_exact_arithmetic():
     import mpmath as mp
     mp.mp.dps = 80
 
-    def lambda_notes(n, rho, gamma, alpha, q):  # notes section 4: s, c, a, b, rho'
+    def lambda_closed_form(n, rho, gamma, alpha, q):  # docs/papers/000.md §4: s, c, a, b, rho'
         n, rho, gamma, alpha, q = map(mp.mpf, (n, rho, gamma, alpha, q))
         beta = gamma * mp.log(n)
         E, F = mp.e**beta, mp.e ** (rho * beta)
@@ -234,7 +234,7 @@ def test_tails_match_paper_forms_in_exact_arithmetic():
     for n, rho, gamma in TAIL_CASES:
         for alpha, q in [(0.0, 1.0), (0.7, 2.0)]:
             got = theory.simplex_lambda(n, rho, gamma, alpha, q)
-            want = float(lambda_notes(n, rho, gamma, alpha, q))
+            want = float(lambda_closed_form(n, rho, gamma, alpha, q))
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0,
                                        err_msg=f"lambda {n=} {rho=} {gamma=} {alpha=}")
         for d in (n, 4 * n):

@@ -102,10 +102,11 @@ def test_aggregates_hold_every_axis(tiny_run: Path) -> None:
 
 def test_boundary_meets_theory(tiny_run: Path) -> None:
     """gamma* recomputed here from the per-seed data: the seed-mean lambda crossing its critical
-    value 1/(1 + 3 rho) (Eq. 7, alpha = 0) and the seed-mean eta/eta_plateau crossing 1/4 (notes 000
-    s6), on the gamma grid; every (observable, d, rho) row finite, inside its interval. At the
-    largest d (32 > n = 16: the tokens are near a simplex) against the finite-n simplex closed
-    forms (notes 000 s4) read by the same linear interpolation on the same grid (measured: lambda
+    value 1/(1 + 3 rho) (Eq. 7, alpha = 0) and the seed-mean eta/eta_plateau crossing 1/4
+    (docs/papers/000.md §6), on the gamma grid; every (observable, d, rho) row finite, inside its
+    interval. At the largest d (32 > n = 16: the tokens are near a simplex) against the finite-n simplex closed
+    forms (docs/papers/000.md §4) read by the same linear interpolation on the same grid (measured:
+    lambda
     within 2.2, 8.0, 0.9%, eta within 4.6, 12.6, 2.3% for rho = 0.2, 0.5, 0.8; one grid step off
     is 37-109%, a fixed level 1/2 for lambda 16-34%), and the median over rho of
     gamma* (1 - rho) near 1, gamma_c = 1/(1 - rho) of Theorem 2.1 (measured 1.02)."""

@@ -1,4 +1,4 @@
-"""Observables of the attention matrix P(t) and of the token cloud in R^d (paper 004, notes s2, s6).
+"""Observables of the attention matrix P(t) and of the token cloud in R^d (paper 004, docs/papers/004.md §2, §6).
 
 Every function takes a batch, P (B, n, n) or tokens z (B, n, d), and returns one value per
 system (B,) unless it says otherwise; a system with a non-finite input gets NaN.
@@ -8,8 +8,9 @@ system (B,) unless it says otherwise; a system with a non-finite input gets NaN.
   and whether the scores still fix P despite their rounding error.
 - Tokens: cluster count (connected components at a distance threshold), diameter, support
   function max_i <u, z_i> (conv{z_i(t)} shrinks for V = I, Prop. 8.2), and the eigen-coordinates
-  phi_j^*(z_i) in the dual basis of an eigenbasis of V (Section 9.1 and Theorem 4.2; notes s5
-  item 3: the dual basis, not an orthonormal one, and real 2-D invariant planes for complex pairs).
+  phi_j^*(z_i) in the dual basis of an eigenbasis of V (Section 9.1 and Theorem 4.2;
+  docs/papers/004.md §5 item 3: the dual basis, not an orthonormal one, and real 2-D invariant
+  planes for complex pairs).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from torch import Tensor
 
 from attnsweep.dynamics import observables
 
-#: Numerical rank: singular values above ``RANK_TOL`` times the largest (notes 004 s6).
+#: Numerical rank: singular values above ``RANK_TOL`` times the largest (docs/papers/004.md §6).
 RANK_TOL = 1e-6
 #: Eigenbases with a condition number above this (V defective or nearly so) give NaN coordinates.
 MAX_CONDITION = 1e12
@@ -91,7 +92,7 @@ def _distances(z: Tensor) -> Tensor:
 
 
 def cluster_count(z: Tensor, radius: Tensor) -> Tensor:
-    """Connected components of the graph ||z_i - z_j|| <= radius (notes 004 s6), ``radius`` (B,)
+    """Connected components of the graph ||z_i - z_j|| <= radius (docs/papers/004.md §6), ``radius`` (B,)
     in the units of z (the experiment uses 1e-3 diam z(0))."""
     finite = _finite(z)
     return _masked(observables.components(_distances(z) <= radius[:, None, None]), finite)
@@ -114,7 +115,7 @@ class Eigenbasis(NamedTuple):
         |u| >= |w|), the columns u and w span the real invariant plane (V u = a u - b w).
     dual : (B, d, d) the dual basis: row j is phi_j^*, with phi_j^*(phi_k) = delta_jk
         (rows of vectors^{-1}); for a real eigenvalue, the left eigenvector psi_j scaled so that
-        psi_j^T phi_j = 1 (notes 004 s5 item 3). NaN where the basis is singular (V defective).
+        psi_j^T phi_j = 1 (docs/papers/004.md §5 item 3). NaN where the basis is singular (V defective).
     """
 
     values: Tensor

@@ -1,7 +1,7 @@
 """(Q^T K, V) of one realisation: identity, fixed by the config, or a random ensemble.
 
 The random ensembles are those of 001 Figure 5 with the normalisations the paper leaves out
-made explicit (notes 001 s5 item 4 and s6); they are drawn per realisation, on the CPU in
+made explicit (docs/papers/001.md §5 item 4 and §6); they are drawn per realisation, on the CPU in
 float64 from the realisation's generator, and fixed in time.
 """
 

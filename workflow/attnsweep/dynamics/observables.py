@@ -1,4 +1,4 @@
-"""Observables of a batch of token clouds, recorded at every output time (notes 001 s2, s6).
+"""Observables of a batch of token clouds, recorded at every output time (docs/papers/001.md §2, §6).
 
 All take tokens ``x`` (B, n, d) on the sphere, or their Gram matrices (B, n, n), and return
 one value per system (B,).
@@ -21,7 +21,7 @@ def gram(x: Tensor) -> Tensor:
 
 def clustered_pairs(g: Tensor, delta: float) -> Tensor:
     """Fraction of ordered pairs i != j with <x_i, x_j> >= 1 - delta: the per-realisation
-    estimate of P_delta(t, beta) of Figure 3 (a pair statistic, notes 001 s2)."""
+    estimate of P_delta(t, beta) of Figure 3 (a pair statistic, docs/papers/001.md §2)."""
     n = g.shape[-1]
     close = count_at_least(g, 1 - delta) - (g.diagonal(dim1=-2, dim2=-1) >= 1 - delta).sum(-1)
     return close.to(g.dtype) / (n * (n - 1))
@@ -46,13 +46,13 @@ def components(adjacent: Tensor) -> Tensor:
 
 
 def cluster_count(g: Tensor, delta: float) -> Tensor:
-    """Connected components of the graph <x_i, x_j> >= 1 - delta (notes 001 s6), as float."""
+    """Connected components of the graph <x_i, x_j> >= 1 - delta (docs/papers/001.md §6), as float."""
     return components(g >= 1 - delta).to(g.dtype)
 
 
 def boolean_rank(g: Tensor, threshold: float = 0.9999) -> Tensor:
     """Rank of the Boolean matrix 1[<x_i, x_j> > threshold]: the authors' cluster count,
-    equal to the component count only when clusters are cliques (notes 001 s6)."""
+    equal to the component count only when clusters are cliques (docs/papers/001.md §6)."""
     return torch.linalg.matrix_rank((g > threshold).to(g.dtype)).to(g.dtype)
 
 

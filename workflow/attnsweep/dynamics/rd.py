@@ -30,7 +30,7 @@ V. Time is in the flow's own units (the layer index in the continuous-depth limi
 scores are dimensionless.
 
 The dynamics is not scale invariant (Remark 3.3): scores grow like e^{2 Re(lambda_1) t} |z|^2,
-so float64 is the dtype to use (notes 004 s6). Scores are formed from the rescaled-back tokens
+so float64 is the dtype to use (docs/papers/004.md §6). Scores are formed from the rescaled-back tokens
 y = z e^{tV}^T as (y Q^T K) y_c^T, with keys y_c = (z - mean z) e^{tV}^T centred before the
 growth (:func:`attention`), and the softmax is max-subtracted, so nothing overflows below
 ``LOGIT_LIMIT``; a system whose scores exceed it (or are not finite) is flagged: its P, and from

@@ -13,7 +13,7 @@ def output_steps(dt: float, t_max: float, outputs: int, spacing: str = "linear")
     """Step indices k (times k dt) of ``outputs`` output times in [0, t_max], always with 0.
 
     ``spacing`` "linear" spaces them evenly, "log" geometrically from dt; each is rounded to
-    the nearest step (notes 001 s6: the authors recorded at the first step past each
+    the nearest step (docs/papers/001.md §6: the authors recorded at the first step past each
     checkpoint, which shifts times by up to dt), so nearby times may merge.
     """
     last = int(round(t_max / dt))

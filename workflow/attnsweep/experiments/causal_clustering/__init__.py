@@ -10,7 +10,7 @@ and how far token 1 and the strong centres have moved. Theory (``theory.py``): L
 first token), the two-token ODE, Lemma C.1 (strong-centre count), Renyi's constant, and the
 beta^{(d-1)/2} scaling of the number of meta-stable clusters.
 
-Captured (the paper leaves it open, notes 003 s6): a token is captured by a kind of centre at
+Captured (the paper leaves it open, docs/papers/003.md §6): a token is captured by a kind of centre at
 time t when its geodesic distance to the current position of the nearest such centre is at most
 r = capture beta^{-1/2} (default capture = 1, the interaction length ~ tau*_beta, and 2 = delta/2
 for the default separation c = 4, which cannot count a token twice while centres stay delta
@@ -33,7 +33,7 @@ from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
-#: V of the five classes of Table 1 (Fig. 1 a-e; the paper gives only the spectra, notes 003 s6).
+#: V of the five classes of Table 1 (Fig. 1 a-e; the paper gives only the spectra, docs/papers/003.md §6).
 VALUES = {
     "identity": "V = I (Table 1a, Theorem 4.1: every token goes to x_1(0))",
     "top_multiple": "V = diag(1, 1, 1/2, ...): lambda_max > 0 of multiplicity 2 (Table 1b)",
@@ -47,8 +47,8 @@ COUNTS = ("renyi_count", "strong_count")
 
 
 def value_matrix(name: str, d: int) -> np.ndarray:
-    """V (d, d) float64 of the Table 1 class ``name`` (see ``VALUES``); d = 3 gives the notes'
-    diag(1, 1, 1/2), diag(1, 1/2, 1/4), diag(-1, -1, -2), diag(-1, -2, -3)."""
+    """V (d, d) float64 of the Table 1 class ``name`` (see ``VALUES``); d = 3 gives the choices of
+    docs/papers/003.md §6: diag(1, 1, 1/2), diag(1, 1/2, 1/4), diag(-1, -1, -2), diag(-1, -2, -3)."""
     tail = np.ones(max(d - 2, 0))
     diagonals = {
         "identity": np.ones(d),

@@ -118,7 +118,8 @@ def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> s
 
 def caption_scaling(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     return (
-        "Scaling with beta of paper 003 (Section 5: Theta(beta^{(d-1)/2}) meta-stable clusters, notes 003 s5.3; "
+        "Scaling with beta of paper 003 (Section 5: Theta(beta^{(d-1)/2}) meta-stable clusters, "
+        "docs/papers/003.md §5 item 3; "
         "Lemma C.1). Left, log-log: seed mean of the cluster count at t_max (points) with the least-squares "
         "line of log mean count against log beta (legend: slope and 95% bootstrap-over-seeds interval) and "
         "the prediction beta^{(d-1)/2} (dotted) anchored at the first point of each d; "

@@ -5,7 +5,7 @@ e^{beta <Q x_k, K x_j>} V x_j)``; the causal mask keeps the diagonal. Time is in
 own units, ``beta`` is dimensionless, angles and distances are geodesic (radians).
 
 - Lemma 3.1: the first token sees only itself, ``x_1(t) = e^{tV} x_1 / |e^{tV} x_1|``.
-- Notes s4 (from CSA, ``V = Q = K = I``): ``c = <x_1, x_2>`` obeys
+- docs/papers/003.md §4 (from CSA, ``V = Q = K = I``): ``c = <x_1, x_2>`` obeys
   ``c' = (1 - c^2) / (1 + e^{beta(1 - c)})``, solved here in closed form.
 - Lemma A.1: ``h(x) = e^{beta(cos x - 1)} sin x`` (IntPot) peaks at ``tau*_beta``,
   ``(beta + 1/2)^{-1/2} < tau*_beta < beta^{-1/2}`` for ``beta >= 1``.
@@ -18,9 +18,9 @@ own units, ``beta`` is dimensionless, angles and distances are geodesic (radians
 - Section 5: both counts scale as ``delta^{-(d-1)}``, i.e. ``beta^{(d-1)/2}`` at
   ``delta = c beta^{-1/2}``.
 
-Errata used (notes s5): Lemma C.1 for ``d = 3`` is ``1/p = 1/sin^2(delta/2)``, not
-``(3 sin^2(delta/2))^{-1}`` (s5.1); the C.4 definitions need strict ``i < j`` (s5.2);
-the exponent is ``(d-1)/2``, not ``d - 1`` (s5.3).
+Errata used (docs/papers/003.md §5): Lemma C.1 for ``d = 3`` is ``1/p = 1/sin^2(delta/2)``, not
+``(3 sin^2(delta/2))^{-1}`` (item 1); the C.4 definitions need strict ``i < j`` (item 2);
+the exponent is ``(d-1)/2``, not ``d - 1`` (item 3).
 
 Reference: *Clustering in causal attention masking*, Karagodin, Polyanskiy and Rigollet,
 arXiv:2411.04990.
@@ -98,7 +98,7 @@ def renyi_centres(x0: ArrayLike, delta: float) -> BoolArray:
 
 
 def strong_centres(x0: ArrayLike, delta: float) -> BoolArray:
-    """Strong Renyi centres of unit tokens ``x0`` (..., n, d) (Section 5.1, erratum s5.2).
+    """Strong Renyi centres of unit tokens ``x0`` (..., n, d) (Section 5.1, docs/papers/003.md §5 item 2).
 
     Token s is one iff ``arccos <x_s, x_i> > delta`` for all ``i < s`` (strict, compared as
     ``<x_s, x_i> < cos delta``); token 0 always is. A subset of ``renyi_centres``.
@@ -120,7 +120,7 @@ def cap_measure(delta: ArrayLike, d: int) -> FloatArray:
 
     ``p = int_0^delta sin^{d-2} / int_0^pi sin^{d-2} = I_{sin^2(delta/2)}((d-1)/2, (d-1)/2)``
     (substitute ``u = sin^2(theta/2)``; ``I`` the regularised incomplete beta). Exact values:
-    ``delta/pi`` for ``d = 2``, ``sin^2(delta/2)`` for ``d = 3`` (erratum s5.1).
+    ``delta/pi`` for ``d = 2``, ``sin^2(delta/2)`` for ``d = 3`` (docs/papers/003.md §5 item 1).
     """
     delta = np.asarray(delta, dtype=np.float64)
     require(int(d) == d and d >= 2, "d must be an integer >= 2")
@@ -226,7 +226,7 @@ def _second_token_time(y: FloatArray, y0: float, beta: float) -> FloatArray:
 
 
 def second_token_cosine(t: ArrayLike, c0: float, beta: float) -> FloatArray:
-    """``c(t) = <x_1, x_2(t)>`` for two tokens of CSA with ``V = Q = K = I`` (notes s4).
+    """``c(t) = <x_1, x_2(t)>`` for two tokens of CSA with ``V = Q = K = I`` (docs/papers/003.md §4).
 
     ``c' = (1 - c^2) / (1 + e^{beta(1 - c)})`` with ``c(0) = c0``: ``x_1`` is fixed and ``x_2``
     moves with weight ``1/(1 + e^{beta(1-c)})`` on ``x_1``. The separable ODE gives t(c) in
@@ -274,7 +274,7 @@ def scaling_exponent(
 
     ``counts`` (n_beta, n_seeds): centre counts per beta and seed. Seeds (columns) are
     resampled jointly across beta, since a seed shares its initial tokens across beta.
-    Prediction (Section 5, erratum s5.3): ``(d - 1)/2`` at ``delta = c beta^{-1/2}``.
+    Prediction (Section 5, docs/papers/003.md §5 item 3): ``(d - 1)/2`` at ``delta = c beta^{-1/2}``.
     Returns ``(slope, low, high)``; deterministic for a given ``seed``.
     """
     log_beta = np.log(np.asarray(beta, dtype=np.float64)).ravel()

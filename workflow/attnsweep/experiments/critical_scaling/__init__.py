@@ -23,7 +23,7 @@ from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
-ETA_LEVEL = 0.25  # eta / plateau at gamma_c, notes 000 s6 (Eq. 20), not 1/2.
+ETA_LEVEL = 0.25  # eta / plateau at gamma_c, docs/papers/000.md §6 (Eq. 20), not 1/2.
 
 
 def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
@@ -133,7 +133,7 @@ class CriticalScaling(Experiment):
 
     @staticmethod
     def theory(summary: xr.Dataset) -> xr.Dataset:
-        """Closed forms on the summary's coordinates (q = 1 simplex; notes 000 s4)."""
+        """Closed forms on the summary's coordinates (q = 1 simplex; docs/papers/000.md §4)."""
         n, d, rho, gamma, alpha = (summary[c].astype(float) for c in ("n", "d", "rho", "gamma", "alpha"))
         eta_simplex = on_grid(lambda n, d, rho, gamma: theory.simplex_eta(n, d, rho, gamma),
                               n=n, d=d, rho=rho, gamma=gamma)

@@ -1,6 +1,6 @@
 """One pre-layer-norm attention layer and its observables (paper 000, Sections 2-3).
 
-Notation (paper 000; notes 000 section 1):
+Notation (paper 000; docs/papers/000.md §1):
 
 - ``y_i = N(x_i) = x_i / ||x_i||`` (pre-layer-norm, Eq. 3);
 - ``A_ij = softmax_j(beta <y_i, y_j>)`` over all n tokens, self included, ``beta = gamma log n``
@@ -329,7 +329,7 @@ def observe(
     ``lambda_pairs`` None means the exact mean over all pairs; otherwise the sampled pairs.
     Cosine quantiles are taken over all pairs among ``quantile_tokens``.
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
-    tokens (sum of the diagonal blocks of Eq. 24; notes 000 section 1).
+    tokens (sum of the diagonal blocks of Eq. 24; docs/papers/000.md §1).
     """
     n, d = x.shape[0], x.shape[1] if dim is None else dim
     if probes is not None and d != x.shape[1]:

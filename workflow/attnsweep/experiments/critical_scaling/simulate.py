@@ -22,8 +22,8 @@ from attnsweep.registry import JobSpec
 
 NAME = "critical_scaling"
 NOISE = {
-    "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (notes 000 s1, s5)",
-    "standard": "z ~ N(0, I_d): the text's 'standard Gaussian'; eta is about d times smaller (notes 000 s1)",
+    "scaled": "z ~ N(0, I_d/d): E||x_i||^2 = 1 and E<x_i,x_j> = rho as Section 3 states (docs/papers/000.md §1, §5)",
+    "standard": "z ~ N(0, I_d): the text's 'standard Gaussian'; eta is about d times smaller (docs/papers/000.md §1)",
 }
 ETA_METHOD = {
     "exact": "exact ||J||_F^2 from Gram matrices (kernel.jacobian_frobenius)",

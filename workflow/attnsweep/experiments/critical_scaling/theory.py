@@ -142,7 +142,7 @@ def simplex_lambda(
 
     On the simplex every pair has ``<y'_i, y'_j> = rho'`` and
     ``lambda = (1 - rho') / (1 - rho)``, with ``rho'`` from the quantities ``s, c, a, b`` of
-    the notes section 4 (Proof 1, Lemmas A.3-A.4, extended by Eq. 5's residual).
+    docs/papers/000.md §4 (Proof 1, Lemmas A.3-A.4, extended by Eq. 5's residual).
 
     Parameters
     ----------
@@ -181,7 +181,7 @@ def simplex_lambda(
         ||x'_i||^2 = t^2 + 2 t s + a,    s = p + (n - 1) rho r,
         a = ||ATT(y_i)||^2 = rho + (1 - rho) (p^2 + (n - 1) r^2).
 
-    This equals the notes' ``(1 - rho') / (1 - rho)`` with
+    This equals ``(1 - rho') / (1 - rho)`` of docs/papers/000.md §4, with
     ``rho' = (t^2 rho + 2 t c + b) / (t^2 + 2 t s + a)``, but never forms ``1 - rho'``
     by subtraction, so ``lambda -> 0`` (subcritical) keeps full relative precision.
 
@@ -213,8 +213,8 @@ def simplex_eta(
     """Exact finite-n Jacobian norm ``eta = ||d X'/d X||_F^2 / (n d)`` (Eq. 27), ``alpha = 0``.
 
     Equals Eq. 86 summed over ``i, j`` with ``S_R`` from Eq. 90 **corrected** (the
-    ``beta e^(beta(1+rho)) n (n-1) (1-rho^2)`` term carries a factor 2, notes section 5
-    erratum 2), ``S_UR`` from Eq. 96 and ``S_UU`` from Eq. 105:
+    ``beta e^(beta(1+rho)) n (n-1) (1-rho^2)`` term carries a factor 2, docs/papers/000.md
+    §5 item 2), ``S_UR`` from Eq. 96 and ``S_UU`` from Eq. 105:
     ``eta = [Z^2 S_R - 2 Z S_UR + S_UU] / (q n d Z^4)``.
 
     Parameters
@@ -250,7 +250,7 @@ def simplex_eta(
     -----
     Evaluated block by block, each block a sum of non-negative terms. With
     ``P_i = I - y_i y_i^T``, ``o_j = ATT(y_j)`` and ``C_i = sum_m A_im y_m y_m^T - o_i o_i^T``
-    (Lemma B.1: ``dN/dx = P/||x||``, notes erratum 3):
+    (Lemma B.1: ``dN/dx = P/||x||``, docs/papers/000.md §5 item 3):
 
     - diagonal blocks ``J_ii = q^(-1/2) (p P_i + beta C_i P_i)``:
       ``||J_ii||^2 q = p^2 (d-1) + 2 p beta tr(C_i P_i) + beta^2 ||C_i P_i||^2`` with
@@ -373,7 +373,7 @@ def lambda_limit(
     Notes
     -----
     At finite n the corrections scale as ``n^(-|1 - gamma (1 - rho)|)``; compare data
-    with :func:`simplex_lambda`, not with this limit (notes section 4).
+    with :func:`simplex_lambda`, not with this limit (docs/papers/000.md §4).
 
     Examples
     --------

@@ -32,7 +32,7 @@ MODES = ("joint", "three_stage", "attention_only")
 SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
           "sym_score", "sym_align")
 AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
-LEVEL = math.log(2) / 2  # the loss floor while attention is uniform (notes 002 s6): t* is its crossing
+LEVEL = math.log(2) / 2  # the loss floor while attention is uniform (docs/papers/002.md §6): t* is its crossing
 RESAMPLES = 1000  # bootstrap draws of the seeds (attnsweep.crossing's default)
 
 
@@ -42,8 +42,8 @@ def recorded_steps(steps: int, every: int) -> np.ndarray:
 
 
 def three_stage_steps(options: dict[str, Any], K: int, omega: float, lr: float, b: float) -> tuple[int, int]:
-    """Steps of stages 1 and 2 of Algorithm 1: the config's, or the notes' defaults where "auto"
-    (n_1 = 50 K, n_2 = 1.5 tau_2 / lr, tau_2 scaled with K - 1: notes 002 s8); stage 3 runs the rest."""
+    """Steps of stages 1 and 2 of Algorithm 1: the config's, or the defaults where "auto"
+    (n_1 = 50 K, n_2 = 1.5 tau_2 / lr, tau_2 scaled with K - 1: docs/papers/002.md §8); stage 3 runs the rest."""
     from attnsweep.experiments.mixture_training import theory
 
     first, second = options["stage_1_steps"], options["stage_2_steps"]
@@ -219,7 +219,7 @@ class MixtureTraining(Experiment):
 
     @staticmethod
     def theory(summary: xr.Dataset) -> xr.Dataset:
-        """Stage 1 at infinite width, L = 3 (notes 002 s6), on (K, b, lr, step): w_+^T v_k, w^T c_k and
+        """Stage 1 at infinite width, L = 3 (docs/papers/002.md §6), on (K, b, lr, step): w_+^T v_k, w^T c_k and
         the population and easy losses while attention is uniform; valid in stage 1 of three_stage and
         early in joint training, on the synthetic data only (none for source digits)."""
         from attnsweep.experiments.mixture_training import theory
@@ -237,15 +237,16 @@ class MixtureTraining(Experiment):
         names = {"a": "w_+^T v_k", "c": "w_+^T c_k", "loss_pop": "population loss", "loss_easy": "easy loss"}
         for name, text in names.items():
             out[f"stage1_{name}"] = (K.dims, fields[name], {"long_name": f"{text} of the stage-1 closed form "
-                                                                        "(infinite width, L = 3, notes 002 s6)",
+                                                                        "(infinite width, L = 3, "
+                                                                        "docs/papers/002.md §6)",
                                                             "units": "1"})
         return out
 
     # ------------------------------------------------------------------ boundary
     def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
         """t*: the first flow time at which the seed-mean hard loss falls below (1/2) log 2, linearly
-        interpolated between recorded steps, with a percentile bootstrap interval over seeds (notes
-        002 s8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
+        interpolated between recorded steps, with a percentile bootstrap interval over seeds
+        (docs/papers/002.md §8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
         + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
         bootstrap intervals (``theory.bootstrap_fit``)."""
         from attnsweep.crossing import (

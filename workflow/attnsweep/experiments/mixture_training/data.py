@@ -1,10 +1,10 @@
 """Data of paper 002 (Definition 2.1): the exact, equally weighted population of sequences.
 
 Signals: group signals c_1..c_K and classification signals v_1..v_K, orthonormal in R^d
-(d >= 2K; d = 2K with c_k = e_k, v_k = e_{K+k} is exact, notes 002 s2). A sample is
+(d >= 2K; d = 2K with c_k = e_k, v_k = e_{K+k} is exact, docs/papers/002.md §2). A sample is
 (c_k, y v_k, eps_1 v_{k'_1}, ..., eps_{L-2} v_{k'_{L-2}}) with label y, k' != k, eps = +-1; the model
 has no positional encoding, so one token order stands for every order and the population is the
-2K (2(K-1))^{L-2} sequences of that order, each of weight 1/N (notes 002 s1). A distractor with
+2K (2(K-1))^{L-2} sequences of that order, each of weight 1/N (docs/papers/002.md §1). A distractor with
 eps = -y opposes the label: samples with none are consistent (easy), the others conflicting
 (hard); for L = 3 these are the paper's X_{k,s,s} and X_{k,s,-s}.
 
@@ -100,7 +100,7 @@ class Samples:
 
 
 def exact(K: int, L: int) -> Samples:
-    """The population of Definition 2.1 with d = 2K, c_k = e_k, v_k = e_{K+k} (exact, notes 002 s2)."""
+    """The population of Definition 2.1 with d = 2K, c_k = e_k, v_k = e_{K+k} (exact, docs/papers/002.md §2)."""
     pop, basis = population(K, L), signals(K)
     X = pop.sequences(basis)
     return Samples(X, pop.label, pop.opposing, basis, X[sample_types(pop)])

@@ -6,7 +6,7 @@ own parameters only, so one backward pass gives every system's exact gradient. `
 of Algorithm 1).
 
 - :class:`Direct`: the parameters w_+-, W_K+-, W_Q+- (m x d) themselves, autograd through S = W_K^T W_Q.
-- :class:`Gram`: w, S = W_K^T W_Q, K~ = W_K^T W_K, Q~ = W_Q^T W_Q (notes 002 s3). With G = dL/dS,
+- :class:`Gram`: w, S = W_K^T W_Q, K~ = W_K^T W_K, Q~ = W_Q^T W_Q (docs/papers/002.md §3). With G = dL/dS,
   one GD step on (W_K, W_Q) is exactly
   S' = S - eta (K~ G + G Q~) + eta^2 G S^T G,
   K~' = K~ - eta (G S^T + S G^T) + eta^2 G Q~ G^T,

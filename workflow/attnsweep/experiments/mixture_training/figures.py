@@ -49,8 +49,9 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
     if len(grid["K"]) > 1 or len(grid["omega"]) > 1 or len(grid["m"]) > 1:
         out.append(FigureSpec("boundary", "t*: first flow time at which the seed-mean hard loss falls below "
                                           "(1/2) log 2, with 95% bootstrap intervals over seeds, against K per "
-                                          "omega (lines: the fit t* = B (K - K_0); dotted: the notes' joint-GD "
-                                          "fit at infinite width) and against m per K."))
+                                          "omega (lines: the fit t* = B (K - K_0); dotted: the joint-GD "
+                                          "reference fit at infinite width, docs/papers/002.md §6) and against m "
+                                          "per K."))
     return out
 
 
@@ -200,7 +201,7 @@ def boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     by_K, by_m = fig.subplots(1, 2)
     bnd = _first(boundary, ("K", "omega", "m"))
-    K, widest = bnd["K"].values.astype(float), bnd["m"].max()  # inf where swept: the notes' fit is at m = inf
+    K, widest = bnd["K"].values.astype(float), bnd["m"].max()  # inf where swept: the reference fit is at m = inf
     for i, omega in enumerate(bnd["omega"].values):
         row = bnd.sel(omega=omega, m=widest)
         est = row["t_star"].values
@@ -211,7 +212,7 @@ def boundary(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
             by_K.plot(K, B * (K - K0), color=f"C{i}", lw=1, label=f"B = {B:.0f}, K0 = {K0:.2f}")
         if summary.attrs["source"] == "synthetic":
             by_K.plot(K, theory.tstar_fit(K, omega), color=f"C{i}", ls=":", lw=1,
-                      label="notes' joint-GD fit, m = inf" if i == 0 else None)
+                      label="reference joint-GD fit, m = inf" if i == 0 else None)
     by_K.set(xlabel="K", ylabel="t*", title=f"t* against K (m = {float(widest):g})")
     by_K.legend(fontsize=6)
     m = bnd["m"].values.astype(float)

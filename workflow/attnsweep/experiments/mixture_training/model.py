@@ -3,7 +3,7 @@
 Every function broadcasts over leading system dimensions (seeds, grid values): ``w`` (..., 2, d)
 and ``S`` (..., 2, d, d) hold the + head (index 0) and the - head (index 1); the sequences are
 :class:`Sequences`, shared by every system. S = W_K^T W_Q: the logit of query token x_l on key
-token x_h is x_h^T S x_l, and the score mu^T S nu has mu the key, nu the query (notes 002 s2).
+token x_h is x_h^T S x_l, and the score mu^T S nu has mu the key, nu the query (docs/papers/002.md §2).
 
 Inside, arrays over (query l, key h, sample n) are laid out (..., L, L, N), the sample innermost:
 the softmax over the L keys and the sums over positions then run along contiguous rows of N, not

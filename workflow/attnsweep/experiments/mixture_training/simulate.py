@@ -272,7 +272,8 @@ def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps:
     result.attrs.update(mode_names=" ".join(opts["modes"]), engine_names=" ".join(opts["engines"]),
                         data=opts["data"], source=opts["source"], steps=opts["steps"],
                         record_every=opts["record_every"],
-                        stage_2_objective="conditional mean over the conflicting samples (notes 002 s7.2)")
+                        stage_2_objective="conditional mean over the conflicting samples "
+                                          "(docs/papers/002.md §7 item 2)")
     if opts["source"] == "digits":
         result.attrs.update(classes=list(opts["classes"]), samples=opts["samples"],
                             images=opts["image_file"] or "scikit-learn digits (8 x 8)",

@@ -7,16 +7,16 @@ Model (Eq. 1): ``f(X) = ReLU(H_+(X) + b) - ReLU(H_-(X) + b)`` with heads
 is dimensionless. Tokens live in ``d = 2K`` coordinates ordered ``c_1..c_K, v_1..v_K``
 (``c_k = e_k``, ``v_k = e_{K+k}``); head index 0 is the + head, 1 the - head.
 
-Contents:
+Contents (section numbers of docs/papers/002.md):
 
-- s6, stage 1 (infinite width, L = 3, uniform attention): the closed form of the neurons and
+- §6, stage 1 (infinite width, L = 3, uniform attention): the closed form of the neurons and
   the losses, the loss floor ``(1/2) log 2`` and the phase boundary ``T_0.5``;
-- s6, stage 2 in its linear regime: the drive ``G_0``, the scores and Grams ``exp(2 B tau)``,
+- §6, stage 2 in its linear regime: the drive ``G_0``, the scores and Grams ``exp(2 B tau)``,
   the rate ``2 W / (9 (K - 1))`` and the time to reach a score ``s*``;
-- s8: the Algorithm-1 step defaults; s6: the joint-GD reference ``t*`` table and its fit;
+- §8: the Algorithm-1 step defaults; §6: the joint-GD reference ``t*`` table and its fit;
   line fits ``t* = B (K - K_0)`` with percentile-bootstrap intervals;
-- s7.1: the Lemma 6.1 construction, as printed and corrected;
-- s4 and footnote 1: the max margin of the attention features (min-norm point of a hull).
+- §7 item 1: the Lemma 6.1 construction, as printed and corrected;
+- §4 and footnote 1: the max margin of the attention features (min-norm point of a hull).
 
 Reference: *Transformers provably learn two-mixture of linear classification via gradient flow*,
 Yang, Wang, Lee and Liang.
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-#: Algorithm 1 defaults (notes s8): stage-1 steps per group, stage-2 overshoot, stage-3 steps.
+#: Algorithm 1 defaults (docs/papers/002.md §8): stage-1 steps per group, stage-2 overshoot, stage-3 steps.
 STAGE1_STEPS_PER_K = 50
 STAGE2_SAFETY = 1.5
 STAGE3_STEPS = 2000
@@ -74,7 +74,7 @@ def _check_K(K: int) -> None:
 
 
 def loss_floor() -> float:
-    """``(1/2) log 2``: the limit of ``L_pop`` while attention is uniform (notes s6). Hard samples
+    """``(1/2) log 2``: the limit of ``L_pop`` while attention is uniform (docs/papers/002.md §6). Hard samples
     have ``f = 0`` exactly (Lemma 5.4), so they hold ``L_hard = log 2`` while ``L_easy -> 0``."""
     return 0.5 * math.log(2.0)
 
@@ -92,14 +92,14 @@ def _x_plus_exp_x_inverse(r: FloatArray) -> FloatArray:
 
 def stage1_end(K: int, b: float = 0.5) -> float:
     """``T_0.5 = K (2b + e^{2b} - 1) / 4``: the end of phase 1.1, where ``2a = b`` and the
-    off-label ReLU of the easy samples switches off (notes s6; ``e K / 4`` at ``b = 1/2``)."""
+    off-label ReLU of the easy samples switches off (docs/papers/002.md §6; ``e K / 4`` at ``b = 1/2``)."""
     _check_K(K)
     require(b > 0, f"b must be > 0, got {b!r}")
     return K * (2.0 * b + math.exp(2.0 * b) - 1.0) / 4.0
 
 
 def stage1(t: ArrayLike, K: int, b: float = 0.5) -> dict[str, FloatArray]:
-    """Stage 1 at infinite width, L = 3 (notes s6; Lemmas D.1-D.5 for K = 2), vectorised over t.
+    """Stage 1 at infinite width, L = 3 (docs/papers/002.md §6; Lemmas D.1-D.5 for K = 2), vectorised over t.
 
     Attention is uniform, so ``H = w^T sum_h x_h`` and, by symmetry, ``a = w_+^T v_k = -w_-^T v_k``
     and ``c = w_+^T c_k = w_-^T c_k`` for every k. On ``X = (c_k, y v_k, eps v_k')``:
@@ -145,14 +145,14 @@ def _centring(K: int) -> FloatArray:
 
 
 def stage2_rate(K: int, W: float) -> float:
-    """``2 W / (9 (K - 1))``: growth rate of ``c_k^T S_+ v_j`` in the linear regime (notes s6; the
-    explicit rate of Lemma 5.5, mean over the conflicting samples, erratum s7.2)."""
+    """``2 W / (9 (K - 1))``: growth rate of ``c_k^T S_+ v_j`` in the linear regime (docs/papers/002.md §6; the
+    explicit rate of Lemma 5.5, mean over the conflicting samples, docs/papers/002.md §7 item 2)."""
     _check_K(K)
     return 2.0 * W / (9.0 * (K - 1))
 
 
 def stage2_drive(K: int, W: float) -> FloatArray:
-    """``G_0 = E[g y s'_+ G_+ | hard]`` of the + head at ``S = 0`` (notes s3, s6), (2K, 2K) indexed
+    """``G_0 = E[g y s'_+ G_+ | hard]`` of the + head at ``S = 0`` (docs/papers/002.md §3, §6), (2K, 2K) indexed
     [key, query]: ``(W / (9(K-1))) Pi`` on c-rows/v-cols, ``-(W / (18(K-1))) Pi`` on v-rows/c-cols,
     0 elsewhere, with ``W = w_+^T c_k`` at the end of stage 1. It is ``-dL_hard/dS_+``; the
     - head's drive has both cross blocks negated (Lemma C.4)."""
@@ -165,7 +165,7 @@ def stage2_drive(K: int, W: float) -> FloatArray:
 
 
 def stage2_linear(tau: ArrayLike, K: int, omega: float, W: float) -> dict[str, FloatArray]:
-    """Linear regime of stage 2 at infinite width (notes s6), vectorised over ``tau = t - T_1``.
+    """Linear regime of stage 2 at infinite width (docs/papers/002.md §6), vectorised over ``tau = t - T_1``.
 
     With ``G`` frozen at ``G_0`` (``stage2_drive``), ``[W_K, W_Q]`` evolves by ``exp(B tau)``,
     ``B = [[0, G_0], [G_0^T, 0]]``, so ``[[K~, S], [S^T, Q~]] = omega^2 exp(2 B tau)``. With
@@ -200,13 +200,13 @@ def stage2_linear(tau: ArrayLike, K: int, omega: float, W: float) -> dict[str, F
 
 def stage2_time(K: int, omega: float, W: float, s_star: float = 1.0) -> float:
     """``tau_2 = (9(K-1) / (2W)) arcsinh(K s* / ((K-1) omega^2))``: stage-2 time at which the linear
-    regime's ``s_same`` reaches ``s*`` (notes s6); ``O(log 1/omega)`` (Lemma E.3), linear in K - 1."""
+    regime's ``s_same`` reaches ``s*`` (docs/papers/002.md §6); ``O(log 1/omega)`` (Lemma E.3), linear in K - 1."""
     require(W > 0 and omega > 0 and s_star > 0, "W, omega and s_star must be > 0")
     return math.asinh(K * s_star / ((K - 1) * omega**2)) / stage2_rate(K, W)
 
 
 def stage_steps(K: int, omega: float, lr: float, b: float = 0.5, s_star: float = 1.0) -> tuple[int, int, int]:
-    """Algorithm 1 step defaults (notes s8): ``n_1 = 50 K``; ``n_2 = ceil(1.5 tau_2 / lr)`` with
+    """Algorithm 1 step defaults (docs/papers/002.md §8): ``n_1 = 50 K``; ``n_2 = ceil(1.5 tau_2 / lr)`` with
     ``tau_2 = stage2_time(K, omega, W, s*)`` and ``W = c`` of the stage-1 closed form at
     ``t = lr n_1``; ``n_3 = 2000``. K = 2, omega = 0.1, lr = 0.1 gives (100, 2091, 2000).
     ValueError if ``lr n_1 <= T_0.5`` (then W = 0: the linear regime never grows, tau_2 = inf)."""
@@ -221,7 +221,7 @@ def stage_steps(K: int, omega: float, lr: float, b: float = 0.5, s_star: float =
 # --------------------------------------------------------------------------- boundary t*
 
 
-#: Notes s6: first flow time with L_hard < (1/2) log 2, joint GD, infinite width, b = 1/2, lr 0.1.
+#: docs/papers/002.md §6: first flow time with L_hard < (1/2) log 2, joint GD, infinite width, b = 1/2, lr 0.1.
 _REFERENCE_TSTAR = {
     0.3: {2: 75.0, 3: 134.0, 4: 193.0, 8: 427.0},
     0.1: {2: 109.0, 3: 199.0, 4: 287.0, 8: 643.0},
@@ -231,7 +231,7 @@ _REFERENCE_TSTAR = {
 
 
 def reference_tstar() -> pd.DataFrame:
-    """The notes' joint-GD reference ``t*`` (s6): index omega, columns K, NaN where not run.
+    """The joint-GD reference ``t*`` of docs/papers/002.md §6: index omega, columns K, NaN where not run.
     Our own simulation (infinite width, b = 1/2, lr = 0.1), not a value from the paper."""
     import pandas as pd  # the one pandas use; the module stays numpy/scipy otherwise
 
@@ -241,7 +241,7 @@ def reference_tstar() -> pd.DataFrame:
 
 
 def tstar_fit(K: ArrayLike, omega: ArrayLike) -> FloatArray:
-    """Empirical fit of the reference table (notes s6), NOT a theorem:
+    """Empirical fit of the reference table (docs/papers/002.md §6), NOT a theorem:
     ``t* ~= B(omega) (K - 0.8)``, ``B = 29 + 12.6 ln(1/omega^2)``."""
     K, omega = np.asarray(K, dtype=np.float64), np.asarray(omega, dtype=np.float64)
     return (29.0 + 12.6 * np.log(1.0 / omega**2)) * (K - 0.8)
@@ -261,7 +261,7 @@ def _fit_lines(K: FloatArray, tstar: FloatArray, weights: FloatArray) -> tuple[F
 
 
 def fit_linear_in_K(K: ArrayLike, tstar: ArrayLike, weights: ArrayLike | None = None) -> tuple[float, float]:
-    """``(B, K_0)`` of the least-squares line ``t* = B (K - K_0)`` (notes s8), minimising
+    """``(B, K_0)`` of the least-squares line ``t* = B (K - K_0)`` (docs/papers/002.md §8), minimising
     ``sum_i weights_i r_i^2`` (weights: inverse variances; default 1). Points with non-finite t*
     are dropped; NaN if fewer than two distinct K remain."""
     K, tstar = np.asarray(K, dtype=np.float64), np.asarray(tstar, dtype=np.float64)
@@ -285,7 +285,7 @@ class LineFit(NamedTuple):
 
 
 def bootstrap_fit(K: ArrayLike, tstar: ArrayLike, replicates: ArrayLike, level: float = 0.95) -> LineFit:
-    """Percentile bootstrap of ``t* = B (K - K_0)`` (notes s8).
+    """Percentile bootstrap of ``t* = B (K - K_0)`` (docs/papers/002.md §8).
 
     ``tstar`` (n_K,) is the point estimate per K and ``replicates`` (n_K, R) its bootstrap
     replicates over resampled seeds (the crossing of the resampled seed-mean hard loss, as the
@@ -321,8 +321,8 @@ def lemma61(K: int, C: float, corrected: bool, L: int = 3) -> tuple[FloatArray, 
     and to ``-v_k`` if y = -1 (value -1). Hence ``H_+(sum v) = [y=1] + y + sum eps`` and
     ``H_-(sum v) = -[y=-1] + y + sum eps``:
 
-    - printed: ``f = H_+ - H_- = 1`` on every sample (half are wrong; erratum s7.1);
-    - corrected (notes s7.1, consistent with Lemma C.4): ``w_- = -sum v``, i.e.
+    - printed: ``f = H_+ - H_- = 1`` on every sample (half are wrong; docs/papers/002.md §7 item 1);
+    - corrected (docs/papers/002.md §7 item 1, consistent with Lemma C.4): ``w_- = -sum v``, i.e.
       ``f = H_+(sum v) + H_-(sum v) = 3y + 2 sum eps``; ``y f = 5`` (easy) or ``1`` (hard) at L = 3
       for every K, but ``y f = -1`` at L = 4 when both distractors oppose y (75 % correct).
 
@@ -362,7 +362,7 @@ def min_norm_point(Z: ArrayLike) -> FloatArray:
 
 def max_margin(Z: ArrayLike) -> float:
     """Max margin ``gamma = max_{|theta| = 1} min_i theta^T z_i`` of the rows of ``Z = y F(X)``
-    (notes s4, footnote 1): the distance from 0 to ``conv{z_i}`` when 0 is outside, else 0
+    (docs/papers/002.md §4, footnote 1): the distance from 0 to ``conv{z_i}`` when 0 is outside, else 0
     (reported as 0 below ``1e-9`` times the largest row norm). ``theta = p / |p|`` for the
     min-norm point p (``min_norm_point``)."""
     Z = np.asarray(Z, dtype=np.float64)

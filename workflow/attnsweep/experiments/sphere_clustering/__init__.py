@@ -26,7 +26,7 @@ from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
-LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (notes 001 s6)
+LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (docs/papers/001.md §6)
 BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone
 
 

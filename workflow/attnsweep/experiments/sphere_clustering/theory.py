@@ -118,7 +118,7 @@ def _time_to_gap(w: FloatArray, beta: FloatArray, n: int, model: Model) -> Float
     ``q = n - m delta``, ``a = beta/m`` and ``L = ln(q/delta)``,
 
     ``B = Ei(beta) - Ei(beta delta)``,  ``C = e^a [E_1(a) - E_1(a q)]``,
-    SA (Eq. 6.9): ``(m/2n) L + (1/2n)(B + e^beta C)`` (the closed form of notes section 4),
+    SA (Eq. 6.9): ``(m/2n) L + (1/2n)(B + e^beta C)`` (the closed form of docs/papers/001.md §4),
     USA (Eq. 6.10): ``(1/2)(e^{-beta} B + C)``,
 
     and ``L/2`` for both at ``beta = 0``. The terms are non-negative, so nothing cancels
