@@ -20,7 +20,8 @@ import torch
 from attnsweep.dynamics import sphere
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.causal_clustering import simulate as sim
-from attnsweep.experiments.causal_clustering import theory, value_matrix
+from attnsweep.experiments.causal_clustering import theory
+from attnsweep.experiments.causal_clustering.cases import value_matrix
 
 F64 = torch.float64
 

@@ -20,12 +20,6 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "attnsweep"
 #: The registration edge (see the module docstring).
 ALLOWED = {("attnsweep.registry", "attnsweep.experiments")}
-#: Experiment packages whose figures or simulate modules still take constants from the
-#: package's ``__init__`` (issue 33, part 2, open): checked by name so that a new one fails.
-KNOWN_EXPERIMENT_CYCLES = {
-    frozenset({"attnsweep.experiments.causal_clustering", "attnsweep.experiments.causal_clustering.figures"}),
-    frozenset({"attnsweep.experiments.cluster_emergence", "attnsweep.experiments.cluster_emergence.figures"}),
-}
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -109,14 +103,8 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 def test_no_import_cycle():
-    found = [c for c in cycles(import_graph(PACKAGE)) if frozenset(c) not in KNOWN_EXPERIMENT_CYCLES]
+    found = cycles(import_graph(PACKAGE))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
-
-
-def test_known_cycles_still_exist():
-    """A known cycle that is gone comes off the list (so the list only ever shrinks)."""
-    present = {frozenset(c) for c in cycles(import_graph(PACKAGE))}
-    assert KNOWN_EXPERIMENT_CYCLES <= present
 
 
 @pytest.mark.parametrize(("files", "expected"), [

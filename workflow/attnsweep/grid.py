@@ -15,6 +15,7 @@ Expanded values are rounded to 12 significant digits, so ``0.1 + 0.2`` and
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,6 +113,11 @@ def format_value(value: float) -> str:
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
+
+
+def format_values(values: Iterable[float]) -> str:
+    """Grid values as a caption lists them: ``1, 2.5, 4``."""
+    return ", ".join(format_value(v) for v in values)
 
 
 def count(spec: Any, key: str) -> int:

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
 from attnsweep.crossing import error_bars
-from attnsweep.experiments.causal_clustering import VALUES
-from attnsweep.grid import format_value
+from attnsweep.experiments.causal_clustering.cases import VALUES
+from attnsweep.grid import format_value, format_values
 
 MAX_LINES = 6  # lines per panel, and panel columns of the captured fractions
 MAX_VALUES = 5  # panel columns of the final positions (Fig. 1 a-e)
@@ -23,14 +23,10 @@ FILL = {1: "full", 0: "none"}  # markers: filled causal, open full
 KINDS = {"renyi": ("Renyi centres", "k"), "strong": ("strong Renyi centres", "tab:red")}
 
 
-def _values(values: list[float]) -> str:
-    return ", ".join(format_value(v) for v in values)
-
-
 def _first(grid: dict[str, list[float]], axis: str) -> str:
     """``axis = v``, naming the other values when there are several."""
     text = f"{axis} = {format_value(grid[axis][0])}"
-    return text if len(grid[axis]) == 1 else f"{text} (first of {{{_values(grid[axis])}}})"
+    return text if len(grid[axis]) == 1 else f"{text} (first of {{{format_values(grid[axis])}}})"
 
 
 def _value(options: dict[str, Any]) -> str:
@@ -90,17 +86,18 @@ def caption_captured(grid: dict[str, list[float]], options: dict[str, Any]) -> s
         "0.1-0.9 quantiles over seeds (band). A token is captured when its geodesic distance to the current "
         "position of the nearest such centre is at most r = c beta^{-1/2} (centres capture themselves); one panel "
         "row per c in "
-        f"{{{_values(options['capture'])}}}, one panel column per (d, beta) in {{{pairs}}}; {_masks(options)}. "
+        f"{{{format_values(options['capture'])}}}, one panel column per (d, beta) in {{{pairs}}}; {_masks(options)}. "
         f"{_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
     )
 
 
 def caption_clusters(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    betas = _values(_shown(np.asarray(grid["beta"])))
+    betas = format_values(_shown(np.asarray(grid["beta"])))
     return (
         "Meta-stable clusters (Section 5 of paper 003): seed mean of the number of clusters over t "
         f"({options['spacing']} time axis, log count axis), shaded one standard error over seeds; one panel row "
-        f"per d in {{{_values(grid['d'])}}}, one column per mask in {{{', '.join(options['masks'])}}}, one colour "
+        f"per d in {{{format_values(grid['d'])}}}, one column per mask in {{{', '.join(options['masks'])}}}, "
+        "one colour "
         f"per beta in {{{betas}}}. {_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
     )
 
@@ -111,7 +108,7 @@ def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> s
         "time, when the fraction of seeds down to one cluster crosses 1/2 (interpolated between output times), "
         "with a 95% bootstrap-over-seeds interval, against beta (log time axis); a missing point: fewer than half "
         "the seeds reached one cluster by t_max. Right: seed mean of the longest time the cluster count stays constant "
-        f"strictly between 1 and n (meta-stable persistence). One colour per d in {{{_values(_ds(grid['d']))}}}; "
+        f"strictly between 1 and n (meta-stable persistence). One colour per d in {{{format_values(_ds(grid['d']))}}}; "
         f"{_masks(options)}. {_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
     )
 
@@ -128,14 +125,14 @@ def caption_scaling(grid: dict[str, list[float]], options: dict[str, Any]) -> st
         "neither V nor the mask, against (1 - (1 - p)^n)/p of Lemma C.1 (dashed, "
         "p the normalised cap measure of radius delta) and, d = 2 only, the saturated Renyi count c_R 2 pi / "
         "delta (dotted, an infinite sequence; above the finite-n count); both go like delta^{-(d-1)} ~ "
-        f"beta^{{(d-1)/2}}. One colour per d in {{{_values(_ds(grid['d']))}}}; {_first(grid, 'n')}. "
+        f"beta^{{(d-1)/2}}. One colour per d in {{{format_values(_ds(grid['d']))}}}; {_first(grid, 'n')}. "
         f"{_setting(options)}."
     )
 
 
 def caption_final_positions(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     names, times = options["values"][:MAX_VALUES], sorted(set(options["snapshot_times"]))
-    earlier = f", with their positions at the earlier snapshot times t in {{{_values(times[:-1])}}} (faint grey)"
+    earlier = f", with their positions at the earlier snapshot times t in {{{format_values(times[:-1])}}} (faint grey)"
     view = ("in 3-D with a faint unit sphere (the first three coordinates, a projection for d > 3)"
             if grid["d"][0] >= 3 else "on the unit circle")
     return (
@@ -152,7 +149,7 @@ def caption_centres(grid: dict[str, list[float]], options: dict[str, Any]) -> st
     delta = options["separation"] / np.sqrt(grid["beta"][0])
     return (
         "Figure 2 of paper 003: tokens of one realisation (first seed, blue) at the snapshot times t in "
-        f"{{{_values(sorted(set(options['snapshot_times'])))}}} (columns) {view}, with the Renyi centres (black) "
+        f"{{{format_values(sorted(set(options['snapshot_times'])))}}} (columns) {view}, with the Renyi centres (black) "
         "and the strong Renyi centres (red, a subset) of x(0) followed by index, so that they move; one row per "
         f"mask in {{{', '.join(options['masks'])}}}. delta = {format_value(options['separation'])} beta^{{-1/2}} "
         f"= {delta:.3g} rad. {_first(grid, 'n')}, {_first(grid, 'd')}, {_first(grid, 'beta')}, "

@@ -20,8 +20,10 @@ from torch import Tensor
 
 from attnsweep import rng
 from attnsweep.dynamics import driver, observables, sphere
-from attnsweep.experiments.causal_clustering import SERIES, chunk_bytes, separation, theory, value_matrix
+from attnsweep.experiments.causal_clustering import SERIES, chunk_bytes, separation, theory
+from attnsweep.experiments.causal_clustering.cases import value_matrix
 from attnsweep.grid import Axis
+from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec
 
 NAME = "causal_clustering"
@@ -99,13 +101,10 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                         for d in grid["d"]])
     result["value_spectrum"] = (("d", "value", "coord"), spectra,
                                 {"long_name": "first three eigenvalues of V (its diagonal)", "units": "1"})
-    for axis in axes:
-        result[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
-    result["seed"].attrs.update(long_name="random seed: one realisation")
-    result["t"].attrs.update(long_name="time, multiples of dt", units="1")
-    result["value"].attrs.update(long_name=f"value matrix V: {', '.join(values)} (Table 1)")
-    result["causal"].attrs.update(long_name="1: causal mask (CSA), 0: full attention (SA)")
-    result["capture"].attrs.update(long_name="capture radius in units of beta^{-1/2}", units="1")
+    label(result, axes, {"seed": SEED, "t": TIME,
+                         "value": {"long_name": f"value matrix V: {', '.join(values)} (Table 1)"},
+                         "causal": {"long_name": "1: causal mask (CSA), 0: full attention (SA)"},
+                         "capture": {"long_name": "capture radius in units of beta^{-1/2}", "units": "1"}})
     result.attrs.update(value_names=", ".join(values), integrator=opts["integrator"], dt=opts["dt"],
                         spacing=opts["spacing"],
                         separation=opts["separation"], cluster_delta=opts["cluster_delta"])

@@ -28,8 +28,10 @@ from torch import Tensor
 
 from attnsweep import rng
 from attnsweep.dynamics import attention, driver, rd
-from attnsweep.experiments.cluster_emergence import QUERY_KEYS, VALUES, system_bytes, theory
+from attnsweep.experiments.cluster_emergence import system_bytes, theory
+from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
 from attnsweep.grid import Axis
+from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec
 
 NAME = "cluster_emergence"
@@ -232,12 +234,9 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         coords.update(snapshot_t=snap_steps * opts["dt"], token=np.arange(tokens), key=np.arange(tokens))
     result = xr.Dataset({var: ((*DIMS, *dims), out[var], VARIABLES[var]) for var, dims in layout.items()},
                         coords=coords)
-    for axis in axes:
-        result[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
-    result["seed"].attrs.update(long_name="random seed: one realisation")
-    result["t"].attrs.update(long_name="time, multiples of dt", units="1")
-    result["mode"].attrs.update(long_name="eigenmode j of V, by decreasing Re(lambda_j)")
-    result["sign"].attrs.update(long_name="tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0")
+    label(result, axes, {"seed": SEED, "t": TIME,
+                         "mode": {"long_name": "eigenmode j of V, by decreasing Re(lambda_j)"},
+                         "sign": {"long_name": "tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0"}})
     result.attrs.update(value=VALUES[opts["value"]], value_case=opts["value"], query_key=QUERY_KEYS[opts["query_key"]],
                         query_key_case=opts["query_key"], equation=opts["equation"], basis=opts["basis"],
                         activation=str(opts["activation"]), weight=str(opts["weight"]),

@@ -9,7 +9,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from attnsweep.crossing import error_bars
-from attnsweep.grid import format_value
+from attnsweep.grid import format_value, format_values
 
 LABELS = {
     "lambda": r"angle ratio $\lambda$ (Eq. 26)",
@@ -17,14 +17,10 @@ LABELS = {
 }
 
 
-def _values(grid: dict[str, list[float]], axis: str) -> str:
-    return ", ".join(format_value(v) for v in grid[axis])
-
-
 def caption_lambda(n: int, grid: dict[str, list[float]]) -> str:
     return (
         f"Figure 1 of paper 000 at n = {n}: seed-mean angle ratio lambda (Eq. 26) over (rho, gamma), "
-        f"one panel per d in {{{_values(grid, 'd')}}}, alpha = {format_value(grid['alpha'][0])}. "
+        f"one panel per d in {{{format_values(grid['d'])}}}, alpha = {format_value(grid['alpha'][0])}. "
         "Dashed: gamma = 1/(1 - rho) (Theorem 2.1). Markers: measured gamma* where lambda crosses "
         "1/(1 + 3 rho) (Eq. 7), with a 95% bootstrap-over-seeds interval."
     )
@@ -35,7 +31,7 @@ def caption_eta(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -
               else f"Hutchinson with {options['probes']} Rademacher probes, as in the paper")
     return (
         f"Figure 2 of paper 000 at n = {n}: seed-mean Jacobian norm eta (Eq. 27, {method}) "
-        f"over (rho, gamma), one panel per d in {{{_values(grid, 'd')}}}, alpha = 0. "
+        f"over (rho, gamma), one panel per d in {{{format_values(grid['d'])}}}, alpha = 0. "
         "Dashed: gamma = 1/(1 - rho) (Theorem 2.3). Markers: measured gamma* where eta over its "
         "supercritical plateau (1 - 1/d) mean 1/||x_i||^2 crosses 1/4, with a 95% bootstrap interval."
     )
@@ -44,7 +40,7 @@ def caption_eta(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -
 def caption_finite_size(grid: dict[str, list[float]]) -> str:
     return (
         "Finite-size approach to the critical line: median over rho of gamma* (1 - rho) against d, one "
-        f"line per n in {{{_values(grid, 'n')}}} (solid: from lambda, dashed: from eta; bars: interquartile "
+        f"line per n in {{{format_values(grid['n'])}}} (solid: from lambda, dashed: from eta; bars: interquartile "
         "range over rho). Theorem 2.1 predicts 1 as n and d grow."
     )
 

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from attnsweep import rng
 from attnsweep.experiments.critical_scaling import kernel, subsampled
 from attnsweep.grid import Axis
+from attnsweep.labels import label
 from attnsweep.registry import JobSpec
 
 NAME = "critical_scaling"
@@ -117,11 +118,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     if hutchinson:
         ds_["eta_probe"] = ((*DIMS, "probe"), eta_probe)
         ds_.coords["probe"] = np.arange(opts["probes"])
-    for var in ds_.data_vars:
-        ds_[var].attrs.update(VARIABLES[var])
-    for axis in axes:
-        ds_[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
-    ds_["seed"].attrs.update(long_name="random seed")
+    label(ds_, axes, {"seed": {"long_name": "random seed"}}, VARIABLES)
     ds_.attrs.update(
         noise=opts["noise"],
         noise_convention=NOISE[opts["noise"]],

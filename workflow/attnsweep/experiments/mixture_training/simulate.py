@@ -32,6 +32,7 @@ from attnsweep.experiments.mixture_training import (
     three_stage_steps,
 )
 from attnsweep.grid import Axis
+from attnsweep.labels import label
 from attnsweep.registry import JobSpec
 
 NAME = "mixture_training"
@@ -262,13 +263,9 @@ def dataset(job: JobSpec, axes: tuple[Axis, ...], record: np.ndarray, map_steps:
         coords=coords)
     result["attention"] = ((*DIMS, "map_step", "head", "sample", "query", "key"), attention, VARIABLES["attention"])
     result["stage_steps"] = ((*DIMS, "stage"), stage, VARIABLES["stage_steps"])
-    for axis in axes:
-        result[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
-    for name, text in COORDINATES.items():
-        result[name].attrs.update(text)
-    result["mode"].attrs.update(flag_values=list(range(len(opts["modes"]))), flag_meanings=" ".join(opts["modes"]))
-    result["engine"].attrs.update(flag_values=list(range(len(opts["engines"]))),
-                                  flag_meanings=" ".join(opts["engines"]))
+    label(result, axes, COORDINATES)
+    label(result, (), {name: {"flag_values": list(range(len(opts[f"{name}s"]))),
+                              "flag_meanings": " ".join(opts[f"{name}s"])} for name in ("mode", "engine")})
     result.attrs.update(mode_names=" ".join(opts["modes"]), engine_names=" ".join(opts["engines"]),
                         data=opts["data"], source=opts["source"], steps=opts["steps"],
                         record_every=opts["record_every"],

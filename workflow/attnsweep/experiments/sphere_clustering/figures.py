@@ -11,13 +11,9 @@ from matplotlib.figure import Figure
 from attnsweep.crossing import error_bars
 from attnsweep.dynamics.ensembles import ENSEMBLES
 from attnsweep.experiments.sphere_clustering import theory
-from attnsweep.grid import format_value
+from attnsweep.grid import format_value, format_values
 
 MODEL = {"sa": "SA (softmax, Eq. 2.6)", "usa": "USA (1/n, Section 3)"}
-
-
-def _values(grid: dict[str, list[float]], axis: str) -> str:
-    return ", ".join(format_value(v) for v in grid[axis])
 
 
 def temperature(values: dict[str, Any]) -> str:
@@ -37,7 +33,7 @@ def caption_phase(n: int, grid: dict[str, list[float]], options: dict[str, Any])
         f"Figure 3 of paper 001 at n = {n} (Figure 5 for random Q, K, V): probability that a pair of "
         f"tokens is clustered, <x_i, x_j> >= 1 - {format_value(options['delta'])}, over (t, {axis}) with "
         f"{other} = {format_value(grid[other][0])}, estimated from all pairs of every realisation; one panel per "
-        f"d in {{{_values(grid, 'd')}}}. {_setting(grid, options)}. White: Gamma_inf,delta of Eq. 6.12 "
+        f"d in {{{format_values(grid['d'])}}}. {_setting(grid, options)}. White: Gamma_inf,delta of Eq. 6.12 "
         "(Q = K = V = I only); red: the measured t* where the probability crosses 1/2, with a 95% "
         "bootstrap-over-realisations interval."
     )
@@ -47,7 +43,7 @@ def caption_clusters(n: int, grid: dict[str, list[float]], options: dict[str, An
     return (
         f"Figure 4 of paper 001 at n = {n}: mean number of clusters (connected components of "
         f"<x_i, x_j> >= 1 - {format_value(options['cluster_delta'])}) over time, one line per temperature, "
-        f"one panel per d in {{{_values(grid, 'd')}}}; shaded: one standard error over realisations. "
+        f"one panel per d in {{{format_values(grid['d'])}}}; shaded: one standard error over realisations. "
         f"Metastable plateaus above 1 precede the final merge. {_setting(grid, options)}."
     )
 
@@ -56,7 +52,7 @@ def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> s
     return (
         f"Measured boundary t*(beta) (clustered-pair probability 1/2, 95% bootstrap interval; band: "
         f"probability 0.1 to 0.9) against Gamma_inf,delta of Eq. 6.12 (black), one line per d in "
-        f"{{{_values(grid, 'd')}}}, n in {{{_values(grid, 'n')}}}. {_setting(grid, options)}."
+        f"{{{format_values(grid['d'])}}}, n in {{{format_values(grid['n'])}}}. {_setting(grid, options)}."
     )
 
 

@@ -20,6 +20,7 @@ from attnsweep import rng
 from attnsweep.dynamics import driver, ensembles, observables, sphere
 from attnsweep.experiments.sphere_clustering import reduced_dimension, system_bytes
 from attnsweep.grid import Axis
+from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec
 
 NAME = "sphere_clustering"
@@ -79,12 +80,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         result["snapshot"] = ((*DIMS[:-1], "snapshot_t", "token", "xy"), snapshot)
         result.coords["snapshot_t"] = snap_steps * opts["dt"]
         result.coords["xy"] = [0, 1]
-    for var in result.data_vars:
-        result[var].attrs.update(VARIABLES[var])
-    for axis in axes:
-        result[axis.name].attrs.update(long_name=axis.long_name, units=axis.units)
-    result["seed"].attrs.update(long_name="random seed: one realisation")
-    result["t"].attrs.update(long_name="time, multiples of dt", units="1")
+    label(result, axes, {"seed": SEED, "t": TIME}, VARIABLES)
     result.attrs.update(normalisation=opts["normalisation"], integrator=opts["integrator"], dt=opts["dt"],
                         matrices=opts["matrices"], matrices_definition=ensembles.ENSEMBLES[opts["matrices"]],
                         delta=opts["delta"],
