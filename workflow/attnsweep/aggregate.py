@@ -4,7 +4,7 @@
 no alignment of thousands of datasets (the cost that makes ``open_mfdataset`` slow on many
 files, xarray #7697). A one-file store whose arrays are each one raw chunk (every array of a
 typical run store) is read from one opening of its archive, each array's metadata parsed by
-zarr once per distinct ``zarr.json`` (~0.5 ms a store, against ~4 ms through zarr's array
+zarr once per distinct ``zarr.json`` (~0.2 ms a store, against ~4 ms through zarr's array
 API); any other store is read through zarr's asyncio API, stores concurrently. ``workers``
 processes read at once (the reading is Python work that one process does serially).
 ``reduce`` and ``boundary`` work on the dask-backed ``sweep.zarr``.
@@ -40,10 +40,14 @@ from attnsweep.store import open_store, provenance, write_atomic, write_with, za
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
                  "cpu_paths")
 
+#: Stores a reader process is worth (it costs ~1.5 s of imports) when they are read straight from
+#: their archives (~0.2 ms a store) or through zarr (~4 ms a store, more with compressed chunks).
+STORES_PER_READER = {"archive": 8192, "zarr": 128}
+
 
 def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] | None = None,
             points: Sequence[dict[str, list]] | None = None, slab_mib: int = 256, workers: int = 1,
-            stores_per_worker: int = 128) -> Path:
+            stores_per_worker: int | None = None) -> Path:
     """Place the run stores' values into ``sweep.zarr``, every axis a dimension.
 
     ``grid`` maps each axis (and ``seed``) to the configured values: a store holding more
@@ -53,10 +57,10 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
     (axes x seed) says which points hold values. Each variable is one file per slab (a zarr
     shard) in chunks of one fanned-out point (:func:`_sharded`). Where each store goes is read
-    from its job spec (root attrs); its data variables are read concurrently through zarr's
-    asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores: a reader
-    costs ~1.5 s of imports, a one-file store ~6 ms), a slab of at most ``slab_mib`` along one
-    dimension at a time, so memory holds one slab and its stores, never the whole sweep.
+    from its job spec (root attrs); its data variables are read (:func:`_read_batch`) by up to
+    ``workers`` processes (one per ``stores_per_worker`` stores, by default
+    :data:`STORES_PER_READER` of the first store's kind), a slab of at most ``slab_mib`` along
+    one dimension at a time, so memory holds one slab and its stores, never the whole sweep.
     With ``workers`` > 1 the caller's main module is imported again by the readers, as
     multiprocessing does: its work must sit under ``if __name__ == "__main__"``.
     """
@@ -99,6 +103,9 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         **provenance(step="collect"),
     )
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
+    if stores_per_worker is None:
+        raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
+        stores_per_worker = STORES_PER_READER["archive" if raw else "zarr"]
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
     def write(tmp: Path, pool: Executor | None) -> None:
