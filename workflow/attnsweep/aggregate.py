@@ -2,17 +2,22 @@
 
 ``collect`` places each run store into ``sweep.zarr`` by the grid values its job spec names:
 no alignment of thousands of datasets (the cost that makes ``open_mfdataset`` slow on many
-files, xarray #7697), and the stores' arrays are read concurrently through zarr's asyncio API
-(one synchronous read costs ~2 ms of zarr overhead; a sweep has ~10 arrays per store), by
-``workers`` processes at once (zarr's overhead is Python work that one process does serially).
+files, xarray #7697). A one-file store whose arrays are each one raw chunk (every array of a
+typical run store) is read from one opening of its archive, each array's metadata parsed by
+zarr once per distinct ``zarr.json`` (~0.2 ms a store, against ~4 ms through zarr's array
+API); any other store is read through zarr's asyncio API, stores concurrently. ``workers``
+processes read at once (the reading is Python work that one process does serially).
 ``reduce`` and ``boundary`` work on the dask-backed ``sweep.zarr``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import math
 import multiprocessing
+import zipfile
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import nullcontext
@@ -23,20 +28,26 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr.api.asynchronous as zarr_async
+from zarr.codecs import BytesCodec
+from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import ZipStore
 
 from attnsweep import registry
-from attnsweep.layout import root_attrs
+from attnsweep.layout import is_file_store, root_attrs
 from attnsweep.store import open_store, provenance, write_atomic, write_with, zarr_store
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
                  "cpu_paths")
 
+#: Stores a reader process is worth (it costs ~1.5 s of imports) when they are read straight from
+#: their archives (~0.2 ms a store) or through zarr (~4 ms a store, more with compressed chunks).
+STORES_PER_READER = {"archive": 8192, "zarr": 128}
+
 
 def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] | None = None,
             points: Sequence[dict[str, list]] | None = None, slab_mib: int = 256, workers: int = 1,
-            stores_per_worker: int = 128) -> Path:
+            stores_per_worker: int | None = None) -> Path:
     """Place the run stores' values into ``sweep.zarr``, every axis a dimension.
 
     ``grid`` maps each axis (and ``seed``) to the configured values: a store holding more
@@ -46,10 +57,10 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
     (axes x seed) says which points hold values. Each variable is one file per slab (a zarr
     shard) in chunks of one fanned-out point (:func:`_sharded`). Where each store goes is read
-    from its job spec (root attrs); its data variables are read concurrently through zarr's
-    asyncio API, by up to ``workers`` processes (one per ``stores_per_worker`` stores: a reader
-    costs ~1.5 s of imports, a one-file store ~6 ms), a slab of at most ``slab_mib`` along one
-    dimension at a time, so memory holds one slab and its stores, never the whole sweep.
+    from its job spec (root attrs); its data variables are read (:func:`_read_batch`) by up to
+    ``workers`` processes (one per ``stores_per_worker`` stores, by default
+    :data:`STORES_PER_READER` of the first store's kind), a slab of at most ``slab_mib`` along
+    one dimension at a time, so memory holds one slab and its stores, never the whole sweep.
     With ``workers`` > 1 the caller's main module is imported again by the readers, as
     multiprocessing does: its work must sit under ``if __name__ == "__main__"``.
     """
@@ -66,10 +77,12 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
               else first[dim].values for dim in first.dims}
     index = {dim: pd.Index(values) for dim, values in coords.items()}
     every = {dim: (np.arange(len(values)),) * 2 for dim, values in coords.items()}  # fixed non-axis dims
-    places = [{dim: _placement(h[dim], index[dim]) if dim in grid else
-               _placement(extent[dim], index[dim]) if dim in union else every[dim] for dim in first.dims}
-              for h, extent in zip(held, extents)]
+    placed = {dim: _placements([h[dim] for h in held], index[dim]) if dim in grid else
+              _placements([e[dim] for e in extents], index[dim]) if dim in union else [every[dim]] * len(runs)
+              for dim in first.dims}
+    places = [{dim: placed[dim][i] for dim in first.dims} for i in range(len(runs))]
     slab_dim, size = _slab(first, coords, slab_mib << 20)
+    var_dims = {var: first[var].dims for var in first.data_vars}
     fanned = [dim for dim in experiment.default_wildcards if dim not in ("seed", slab_dim)]
     encoding = {var: _sharded(first[var], coords, slab_dim, size, fanned) for var in first.data_vars}
     template = xr.Dataset(
@@ -90,6 +103,9 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         **provenance(step="collect"),
     )
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
+    if stores_per_worker is None:
+        raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
+        stores_per_worker = STORES_PER_READER["archive" if raw else "zarr"]
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
     def write(tmp: Path, pool: Executor | None) -> None:
@@ -105,9 +121,11 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
                 if inside.any():
                     parts.append((path, {**place, slab_dim: (src[inside], dst[inside] - lo)}))
             for (_, part), values in zip(parts, _read([p for p, _ in parts], list(slab), pool, 4 * workers)):
+                at = {dims: (np.ix_(*(part[d][1] for d in dims)), np.ix_(*(part[d][0] for d in dims)))
+                      for dims in set(var_dims.values())}
                 for var, array in slab.items():
-                    dims = first[var].dims
-                    array[np.ix_(*(part[d][1] for d in dims))] = values[var][np.ix_(*(part[d][0] for d in dims))]
+                    dst, src = at[var_dims[var]]
+                    array[dst] = values[var][src]
                 filled[np.ix_(*(part[d][1] + (lo if d == slab_dim else 0) for d in grid))] = True
             region = xr.Dataset({var: (first[var].dims, array) for var, array in slab.items()})
             region.to_zarr(tmp, region={slab_dim: slice(lo, hi)}, zarr_format=3, consolidated=False)
@@ -159,11 +177,55 @@ def _read(stores: list[Path], variables: list[str], pool: Executor | None,
 
 
 def _read_batch(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
-    return asyncio.run(_read_all(stores, variables))
+    """Every variable of every store, in order: straight from the archive where
+    :func:`_read_raw` can, the other stores through zarr (:func:`_read_all`)."""
+    values = [_read_raw(path, variables) if is_file_store(path) else None for path in stores]
+    rest = [i for i, v in enumerate(values) if v is None]
+    if rest:
+        for i, v in zip(rest, asyncio.run(_read_all([stores[i] for i in rest], variables))):
+            values[i] = v
+    return values
+
+
+def _read_raw(path: Path, variables: list[str]) -> dict[str, np.ndarray] | None:
+    """Every variable of a one-file store from one opening of its archive (read-only arrays),
+    or None where one is not a single raw chunk (compressed, several chunks, an absent chunk
+    that zarr fills, an absent array): zarr reads that store, and says what is wrong."""
+    values = {}
+    with zipfile.ZipFile(path) as zf:
+        for var in variables:
+            try:
+                layout = _raw_layout(zf.read(f"{var}/zarr.json"))
+                if layout is None:
+                    return None
+                dtype, shape, key = layout
+                data = zf.read(f"{var}/{key}")
+            except (KeyError, ValueError):  # an absent entry, metadata zarr refuses
+                return None
+            if len(data) != dtype.itemsize * math.prod(shape):
+                return None
+            values[var] = np.frombuffer(data, dtype).reshape(shape)
+    return values
+
+
+@functools.lru_cache(maxsize=1024)
+def _raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
+    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
+    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
+    sweep repeat a few distinct metadata documents."""
+    array = ArrayV3Metadata.from_dict(json.loads(metadata))
+    (codec, *others) = array.codecs
+    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
+        return None
+    dtype = array.dtype.to_native_dtype()
+    if codec.endian is not None:
+        dtype = dtype.newbyteorder(codec.endian.value)
+    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
 
 
 async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
-    """Every variable of every store, read concurrently (one event loop for all the I/O)."""
+    """Every variable of every store through zarr's asyncio API, read concurrently (one event
+    loop for all the I/O)."""
     async def read(path: Path) -> dict[str, np.ndarray]:
         store = zarr_store(path)
         arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
@@ -187,6 +249,13 @@ def _sharded(var: xr.DataArray, coords: dict[str, np.ndarray], slab_dim: str, si
     its seeds and batched values), so that selecting a point reads its chunks alone."""
     shard = _shape(var, coords, {slab_dim: size})
     return {"shards": shard, "chunks": tuple(1 if dim in fanned else s for dim, s in zip(var.dims, shard))}
+
+
+def _placements(values: list[list], index: pd.Index) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`_placement` of each of ``values``, computed once per distinct list (a sweep's stores
+    repeat a few: ~60 us of pandas each)."""
+    distinct = {key: _placement(list(key), index) for key in {tuple(v) for v in values}}
+    return [distinct[tuple(v)] for v in values]
 
 
 def _placement(values: list, index: pd.Index) -> tuple[np.ndarray, np.ndarray]:
