@@ -12,9 +12,10 @@ Two measurements, each the median of ``--repeats`` timed runs after one warm-up,
   Target: torch at least 20x faster.
 - ``gflops``: matrix-multiply FLOP/s achieved by each eta kernel (the bulk of a job: exact
   Frobenius norm, Hutchinson JVP) against ``torch.mm`` of a square matrix on the same device
-  and threads. Target: >= 50%.
+  and threads. Target: >= 50%. With ``--profile``, each kernel's time split by operator
+  (torch.profiler, one warmed call): the matrix products against the passes between them.
 
-usage: python benchmarks/bench_kernel.py [numpy|gflops|all] [--device cpu|cuda] [--repeats 5]
+usage: python benchmarks/bench_kernel.py [numpy|gflops|all] [--device cpu|cuda] [--repeats 5] [--profile]
 """
 
 from __future__ import annotations
@@ -107,7 +108,28 @@ def bench_numpy(device: torch.device, repeats: int, sync: Callable[[], None], d:
     return t_numpy, t_exact
 
 
-def bench_gflops(device: torch.device, repeats: int, sync: Callable[[], None], n: int, d: int) -> None:
+def operator_split(fn: Callable[[], object], rows: int = 8) -> None:
+    """Print where one call of ``fn`` spends its time: the products (``mm``/``bmm``/``matmul``/
+    ``addmm``/``baddbmm``) against every other operator, then the ``rows`` costliest operators by
+    self time."""
+    fn()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    products = sum(e.self_cpu_time_total for e in events if e.key in PRODUCTS)
+    print(f"    products {products / 1e3:.1f} ms ({products / total:.0%}), other operators "
+          f"{(total - products) / 1e3:.1f} ms of {total / 1e3:.1f} ms (self time)")
+    for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:rows]:
+        print(f"      {e.key:32s} {e.self_cpu_time_total / 1e3:8.1f} ms  x{e.count}")
+
+
+#: The matrix products among torch.profiler's operator names (self time is the GEMM itself).
+PRODUCTS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::_mm"}
+
+
+def bench_gflops(device: torch.device, repeats: int, sync: Callable[[], None], n: int, d: int,
+                 profile: bool = False) -> None:
     m, n_beta = 16, 12
     gen = torch.Generator().manual_seed(0)
     x = (torch.randn(n, d, generator=gen) / math.sqrt(d)).to(device)
@@ -134,6 +156,8 @@ def bench_gflops(device: torch.device, repeats: int, sync: Callable[[], None], n
         rate = flops / seconds / 1e9
         print(f"  {name:29s} median {seconds:.3f} s  {rate:.1f} GFLOP/s (GEMM flops only), "
               f"{rate / mm_rate:.0%} of matmul (target >= 50%)")
+        if profile:
+            operator_split(fn)
 
 
 def main() -> None:
@@ -145,6 +169,7 @@ def main() -> None:
                         help="dimensions for the numpy benchmark (the default sweep's)")
     parser.add_argument("--n", type=int, default=1024, help="tokens for the gflops benchmark")
     parser.add_argument("--d", type=int, default=512, help="dimension for the gflops benchmark")
+    parser.add_argument("--profile", action="store_true", help="gflops: each kernel's time by operator")
     args = parser.parse_args()
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -156,7 +181,7 @@ def main() -> None:
         print(f"numpy-vs-kernel over the whole grid (d = {args.numpy_d}): numpy {t_numpy:.2f} s, "
               f"torch {t_torch:.2f} s, speed-up {t_numpy / t_torch:.1f}x (target >= 20x)")
     if args.which in ("gflops", "all"):
-        bench_gflops(device, args.repeats, sync, args.n, args.d)
+        bench_gflops(device, args.repeats, sync, args.n, args.d, args.profile)
 
 
 if __name__ == "__main__":
