@@ -7,7 +7,7 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
 - the boundary table against independent truth: the crossing or fit recomputed here from
   sweep.zarr's per-seed data, and the theory the README cites (Gamma_inf,delta for
   sphere_clustering, the reference t* table for mixture_training (docs/papers/002.md §6), (d - 1)/2 and Lemma C.1 for
-  causal_clustering; cluster_emergence's theorems are checked on the same run by test_emergence);
+  causal_clustering; cluster_emergence's theorems are checked on the same run by test_cluster_emergence);
 - grow a batched axis and add a value of a fanned-out one: only the new blocks are planned;
   kill -9 of the whole process tree at a seeded random moment of that run's simulate, then
   resume: no old store is rewritten, and the aggregates equal a from-scratch, uninterrupted
@@ -177,7 +177,7 @@ def check_causal_clustering(out: Path) -> None:
 def check_cluster_emergence(out: Path) -> None:
     """t*, t_90, t_10: the seed-mean Boolean defect falling below 1/2, 0.9 and 0.1, recomputed
     (each curve preceded by b = 1 at t = 0-, as the boundary defines it); t* is reached inside
-    the run for every (d, a). The theorems' limits of the same run: test_emergence."""
+    the run for every (d, a). The theorems' limits of the same run: test_cluster_emergence."""
     table = pd.read_csv(out / "boundary.csv")
     sweep = open_store(out / "sweep.zarr")
     assert not sweep["defect"].isnull().any()  # no realisation flagged: no forward fill to redo

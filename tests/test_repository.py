@@ -32,6 +32,7 @@ OUTSIDE = {
 #: joined by commas or "and"; whitespace may break lines (Markdown link text, wrapped comments).
 CITATION = re.compile(r"docs/papers/(?P<page>\d{3})\.md(?P<tail>(?:(?:\s*,|\s+and)?\s+§\d+(?:\s+item\s+\d+)?)*)")
 SECTION = re.compile(r"§(?P<section>\d+)(?:\s+item\s+(?P<item>\d+))?")
+TEST_REFERENCE = re.compile(r"\btests/(?P<file>test_\w+\.py)(?:::(?P<name>\w+))?")
 ANCHOR_LINK = re.compile(r"\]\((?P<path>[^)#\s]*docs/papers/\d{3}\.md)#(?P<anchor>[^)\s]+)\)")
 
 
@@ -125,6 +126,30 @@ def bad_citations(files: dict[str, str]) -> list[str]:
             elif target.resolve().parent == PAGES.resolve() and m.group("anchor") not in pages[target.stem][1]:
                 bad.append(f"{where}: no heading with anchor #{m.group('anchor')}")
     return bad
+
+
+def bad_test_references(files: dict[str, str]) -> list[str]:
+    """``tests/FILE.py`` and ``tests/FILE.py::NAME`` named in ``files`` whose file, or whose
+    function or class ``NAME`` in it, does not exist (a test renamed without its citations)."""
+    bad = []
+    for name, text in files.items():
+        for m in TEST_REFERENCE.finditer(text):
+            where = f"{name}:{line_of(text, m.start())}"
+            path = REPO / "tests" / m.group("file")
+            if not path.is_file():
+                bad.append(f"{where}: no tests/{m.group('file')}")
+            elif m.group("name") and not re.search(rf"^(?:def|class) {m.group('name')}\b", path.read_text(), re.M):
+                bad.append(f"{where}: tests/{m.group('file')} has no {m.group('name')}")
+    return bad
+
+
+def test_every_test_a_file_names_exists() -> None:
+    files = tracked_text()
+    assert any(TEST_REFERENCE.search(text) for text in files.values())  # the check has something to check
+    bad = bad_test_references(files)
+    assert not bad, "references to tests that do not exist:\n" + "\n".join(bad)
+    planted = {"x.md": "tests/" + "test_nothing_here.py and tests/" + "test_repository.py::no_such_test"}
+    assert len(bad_test_references(planted)) == 2
 
 
 def test_no_tracked_file_names_a_path_outside_the_repository() -> None:

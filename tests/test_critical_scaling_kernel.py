@@ -3,7 +3,7 @@
 Independent truths used here:
 
 - the exact finite-n simplex closed forms of ``theory`` (themselves checked against a
-  complex-step Jacobian in tests/test_theory.py) on exact simplex tokens;
+  complex-step Jacobian in tests/test_critical_scaling_theory.py) on exact simplex tokens;
 - a dense Jacobian from ``torch.func.jacrev`` and forward-mode ``torch.func.jvp`` of a
   plain reference layer written here (``torch.softmax``, no blocking, no hand-written JVP);
 - identities: ``||J||_F^2`` is the sum of ``||J e_k||^2`` over the standard basis, uniform
