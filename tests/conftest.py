@@ -39,7 +39,7 @@ def tiny(experiment: str) -> dict:
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``tiny_run(experiment)``: the directory of one uninterrupted Snakemake run of the tiny
     config, figures included, made on first use and shared read-only by every test after it."""
-    from test_resilience import prepare, run_ok
+    from workflow_runs import prepare, run_ok
 
     done: dict[str, Path] = {}
 

@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 from conftest import tiny
 from figcheck import check_figure, data_axes
-from test_resilience import assert_same_store, final_stores, kill_tree, prepare, run_ok, start, wait_for
+from workflow_runs import assert_same_store, crossing, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
 from attnsweep import registry
 from attnsweep.config import load_sweep
@@ -82,15 +82,6 @@ def test_whole_run_draws_every_figure(reference: tuple[str, Path]) -> None:
 
 
 # ------------------------------------------------------------------ boundaries against truth
-
-
-def crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
-    """First upward crossing of ``level`` by ``y`` on the grid ``x``, linearly interpolated; NaN
-    when y never goes from below the level to at or above it (written here, not attnsweep's)."""
-    for k in range(1, len(x)):
-        if y[k - 1] < level <= y[k]:
-            return float(x[k - 1] + (level - y[k - 1]) / (y[k] - y[k - 1]) * (x[k] - x[k - 1]))
-    return math.nan
 
 
 def check_sphere_clustering(out: Path) -> None:

@@ -13,22 +13,28 @@ from __future__ import annotations
 import os
 import random
 import re
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import processes
 import pytest
-import yaml
+from workflow_runs import (
+    assert_same_store,
+    final_stores,
+    finish,
+    kill_tree,
+    output,
+    prepare,
+    run,
+    run_ok,
+    start,
+    wait_for,
+)
 
 from attnsweep.store import open_store
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEFILE = REPO / "Snakefile"
 EXP = "critical_scaling"
 # 12 simulate jobs of about a second each, then collect, reduce and boundary.
 CONFIG = {
@@ -51,128 +57,14 @@ DATA_TARGET = f"results/{EXP}/boundary.csv"
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 LOCKED = "Directory cannot be locked"
 KILL_SEED = 20261123
-WAIT_S = processes.HANG_S
 
 pytestmark = pytest.mark.slow
 
 
-# --- driving snakemake ----------------------------------------------------------------------
-
-def prepare(workdir: Path, config: dict | None = None) -> Path:
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config or CONFIG))
-    return workdir
-
-
-def start(workdir: Path, *args: str, name: str) -> subprocess.Popen:
-    """`snakemake` in its own session (process group), output to ``workdir/name.out``."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    out = open(workdir / f"{name}.out", "w")  # noqa: SIM115  (closed by the child's exit)
-    proc = processes.start(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    out.close()
-    proc.name = name  # type: ignore[attr-defined]
-    return proc
-
-
-def output(workdir: Path, proc: subprocess.Popen) -> str:
-    return (workdir / f"{proc.name}.out").read_text(errors="replace")  # type: ignore[attr-defined]
-
-
-def finish(workdir: Path, proc: subprocess.Popen, timeout: float = WAIT_S) -> tuple[int, str]:
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        processes.end(proc)
-        pytest.fail(f"snakemake ran over {timeout} s:\n{output(workdir, proc)[-3000:]}")
-    return proc.returncode, output(workdir, proc)
-
-
-def run(workdir: Path, *args: str, name: str) -> tuple[int, str]:
-    return finish(workdir, start(workdir, *args, name=name))
-
-
-def run_ok(workdir: Path, *args: str, name: str) -> str:
-    code, text = run(workdir, *args, name=name)
-    assert code == 0, text[-4000:]
-    return text
-
-
-def wait_for(proc: subprocess.Popen, condition: Callable[[], bool], what: str, workdir: Path) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert proc.poll() is None, f"the run ended before {what}:\n{output(workdir, proc)[-3000:]}"
-        assert time.monotonic() < deadline, f"no {what} after {WAIT_S} s"
-        time.sleep(0.05)
-
-
-def live_processes(pgid: int, workdir: Path) -> list[str]:
-    """Processes, not zombies, in the process group ``pgid`` or working inside ``workdir``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cwd = os.readlink(entry / "cwd")
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile, or a kernel thread
-            continue
-        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if state != "Z" and (int(pgrp) == pgid or cwd == str(workdir) or cwd.startswith(f"{workdir}/")):
-            found.append(f"{entry.name} {cmd[:150]}")
-    return found
-
-
-def kill_tree(proc: subprocess.Popen, workdir: Path) -> None:
-    """SIGKILL to the whole process group of the run: snakemake, jobs, the warm worker and its children."""
-    assert proc.poll() is None, f"the run ended before its kill:\n{output(workdir, proc)[-3000:]}"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 15
-    while (alive := live_processes(proc.pid, workdir)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive, f"survived SIGKILL of the run's process group: {alive}"
-
-
 # --- reading results ------------------------------------------------------------------------
-
-def final_stores(root: Path) -> dict[str, Path]:
-    """Every zarr store at a final path under ``root`` (not a hidden temporary sibling): run
-    stores are files, aggregates directories."""
-    stores = {}
-    for dirpath, dirnames, filenames in os.walk(root):  # tolerates directories renamed meanwhile
-        descend = []
-        for name in dirnames + filenames:
-            if name.endswith(".zarr") and not name.startswith("."):
-                path = Path(dirpath, name)
-                stores[path.relative_to(root).as_posix()] = path
-            elif name in dirnames and not name.startswith("."):
-                descend.append(name)
-        dirnames[:] = descend
-    return stores
-
 
 def run_stores(workdir: Path) -> dict[str, Path]:
     return final_stores(workdir / "results" / EXP / "runs")
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind in "biufc":
-        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
-    return bool(np.array_equal(a, b))
-
-
-def assert_same_store(path: Path, ref: Path) -> None:
-    """Same variables, dimensions, dtypes and bits as the reference store (attrs ignored)."""
-    ds, want = open_store(path).load(), open_store(ref).load()
-    assert sorted(ds.data_vars) == sorted(want.data_vars), f"{path}: variables differ"
-    assert sorted(ds.coords) == sorted(want.coords), f"{path}: coordinates differ"
-    for name in [*want.data_vars, *want.coords]:
-        assert ds[name].dims == want[name].dims, f"{path}: {name} dims differ"
-        assert same_bits(ds[name].values, want[name].values), f"{path}: {name} differs from the reference"
 
 
 def assert_final_stores_sound(workdir: Path, ref: Path) -> int:
@@ -224,7 +116,7 @@ def count_lines(workdir: Path, proc: subprocess.Popen, pattern: str) -> int:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One uninterrupted run, to compare every other run with."""
-    workdir = prepare(tmp_path_factory.mktemp("reference"))
+    workdir = prepare(tmp_path_factory.mktemp("reference"), CONFIG)
     run_ok(workdir, DATA_TARGET, name="reference")
     assert len(run_stores(workdir)) == N_JOBS
     assert not list((workdir / "results").rglob(".*.tmp-*"))
@@ -240,7 +132,7 @@ def test_kill_9_at_random_moments_then_resume(reference: Path, tmp_path: Path) -
     children) at seeded random moments: during simulate, at a random time, during collect or
     reduce, during boundary. After each, what is on disk is checked; the same directory is then
     resumed to outputs identical to the reference, redoing only what was lost."""
-    workdir = prepare(tmp_path / "sweep")
+    workdir = prepare(tmp_path / "sweep", CONFIG)
     rng = random.Random(KILL_SEED)
     runs = lambda: len(run_stores(workdir))
     k = rng.randint(2, N_JOBS - 4)
@@ -365,7 +257,7 @@ def test_disk_full_then_read_only_then_resume(reference: Path, tmp_path: Path, t
     """results/ on a 48 KiB tmpfs (room for a few of the 12 run stores, 16 KiB each): the run fails naming
     ENOSPC, every store at a final path is whole, no temporary sibling is left. Read-only: fails
     naming it, writes nothing. Made big and writable again: the rerun completes to the reference."""
-    workdir = prepare(tmp_path / "sweep")
+    workdir = prepare(tmp_path / "sweep", CONFIG)
     results = workdir / "results"
     tmpfs(results, "48k")
 

@@ -12,7 +12,7 @@ import processes
 import pytest
 import yaml
 from figcheck import check_figure, data_axes
-from test_experiments_e2e import crossing
+from workflow_runs import crossing
 
 from attnsweep.store import open_store
 
