@@ -64,7 +64,8 @@ class Experiment(ABC):
     Class attributes
     ----------------
     name : registry key and config section.
-    title, paper : one-line description and the paper file it implements.
+    title, paper : one-line description, and the paper it implements (its arXiv id or venue, authors
+        and title; docs/papers/ holds what the project took from it).
     axes : grid axes in canonical order (the seed axis is implicit and comes last), each with its
         domain and default: the one statement of them (the config schema is composed from it).
     options_schema : the rest of the config section as JSON schema: ``description`` (one

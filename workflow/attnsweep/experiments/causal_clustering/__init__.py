@@ -54,7 +54,7 @@ def chunk_bytes(n: int, d: int, size: int, integrator: str, captures: int) -> in
 class CausalClustering(Experiment):
     name = "causal_clustering"
     title = "Causal attention masking: Renyi centres, meta-stable clusters, causal vs full (Figures 1-3)"
-    paper = "003_a0a569e04c8b15c0.txt"
+    paper = "arXiv:2411.04990 (Karagodin, Polyanskiy, Rigollet: Clustering in causal attention masking)"
     axes = (
         Axis("n", "int", "number of tokens", low=2, default=[200], note="Figs. 2, 3 use 200, Fig. 1 uses 32"),
         Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[2]),

@@ -52,7 +52,8 @@ def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
 class ClusterEmergence(Experiment):
     name = "cluster_emergence"
     title = "Un-normalised attention dynamics in R^d: Boolean P(t), leaders, clusters (Figures 3-8, 11, 12)"
-    paper = "004_bfcb28d29a577d0f.txt"
+    paper = ("arXiv:2305.05465 "
+             "(Geshkovski, Letrouit, Polyanskiy, Rigollet: The emergence of clusters in self-attention dynamics)")
     axes = (
         Axis("n", "int", "number of tokens", low=2, default=[40], note="the paper's figures use 20 to 256"),
         Axis("d", "int", "token dimension (tokens live in R^d; d = 1 in Theorem 2.1)", low=1, default=[1, 3],

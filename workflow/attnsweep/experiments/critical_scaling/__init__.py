@@ -42,7 +42,8 @@ def on_grid(func: Any, **coords: xr.DataArray) -> xr.DataArray:
 class CriticalScaling(Experiment):
     name = "critical_scaling"
     title = "one attention layer, beta = gamma log n: contraction vs identity (Figures 1-2)"
-    paper = "000_334135bd8fd13e48.txt"
+    paper = ("arXiv:2510.05554 "
+             "(Chen, Lin, Polyanskiy, Rigollet: Critical attention scaling in long-context transformers)")
     axes = (
         Axis("n", "int", "number of tokens", low=2, default=[256]),
         Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[16, 128, 1024]),

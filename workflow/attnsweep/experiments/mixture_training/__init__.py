@@ -82,7 +82,8 @@ def step_flops(options: dict[str, Any], K: int, L: int, m: float, engine: str) -
 class MixtureTraining(Experiment):
     name = "mixture_training"
     title = "Two-headed transformer learning a K-mixture by gradient descent: stages, scores, t* (Figures 1-7)"
-    paper = "002_396de2f79daf2112.txt"
+    paper = ("ICLR 2025, OpenReview AuAj4vRPkv (Yang, Wang, Lee, Liang: Transformers provably learn "
+             "two-mixture of linear classification via gradient flow)")
     axes = (
         Axis("K", "int", "number of mixture components K (signals c_k, v_k)", low=2, default=[2],
              note="Figs. 1-4 use 2, Figs. 5-7 use 3, 4, 8"),

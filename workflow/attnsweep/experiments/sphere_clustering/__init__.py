@@ -51,7 +51,7 @@ def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
 class SphereClustering(Experiment):
     name = "sphere_clustering"
     title = "SA/USA dynamics on the sphere: clustering over (t, beta) (Figures 3-5)"
-    paper = "001_9c138004460fad47.txt"
+    paper = "arXiv:2312.10794 (Geshkovski, Letrouit, Polyanskiy, Rigollet: A mathematical perspective on Transformers)"
     axes = (
         Axis("n", "int", "number of tokens", low=2, default=[32]),
         Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[2, 8, 32]),
