@@ -4,7 +4,7 @@ One statement of each experiment fact: the config schema's experiment sections a
 from the experiments, each axis's domain and default from its ``Axis``, the rest from the
 experiment's ``options_schema``. Independent truths: every default expands to values inside its
 axis's domain; the composed section holds exactly the axes, the shared keys and the options; an
-option that shadows an axis is refused. Installed experiments: the README's template, installed
+option that shadows an axis is refused. Installed experiments: the template of docs/extending.md, installed
 with pip, runs through the workflow to its boundary and figure; a broken one is one line.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 import processes
 import pytest
 import yaml
-from conftest import readme_files
+from conftest import doc_files
 from figcheck import check_figure
 
 from attnsweep import registry
@@ -89,12 +89,12 @@ def test_schema_command_prints_the_composed_schema() -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_template_experiment_runs_as_an_installed_package(tmp_path: Path) -> None:
-    """The README's template, file for file: pip installs it (into a directory of its own, not
+def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_path: Path) -> None:
+    """The template of docs/extending.md, file for file: pip installs it (into a directory of its own, not
     this environment), its entry point registers it, and the workflow runs it to its boundary
     and figure. Truths: at beta = 0 attention is uniform, so the sharpness is exactly 1/n; the
     boundary is where the seed mean of sweep.zarr crosses the level, found here by np.interp."""
-    files = readme_files("## Adding an experiment")
+    files = doc_files("docs/extending.md", "## Adding an experiment")
     assert {"pyproject.toml", "toy_attention/__init__.py", "toy_attention/figures.py", "config/toy.yaml"} <= set(files)
     package, work, site = tmp_path / "toy-attention", tmp_path / "work", tmp_path / "site"
     for path, body in files.items():
