@@ -101,6 +101,21 @@ def test_config_readme_has_no_level_one_heading() -> None:
     assert "## " in text
 
 
+
+def test_config_readme_names_every_key() -> None:
+    """Its tables name exactly the global keys of the schema, and per experiment exactly the
+    options of the experiment's config.schema.yaml."""
+    text = (REPO / "config/README.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    schema = yaml.safe_load((REPO / "workflow/attnsweep/workflow/schemas/config.schema.yaml").read_text())
+    documented = {m[1] for line in rows if (m := re.match(r"\| `(\w+)` \|", line))}
+    assert set(schema["properties"]) <= documented, set(schema["properties"]) - documented
+    for package in sorted((REPO / "workflow/attnsweep/experiments").glob("*/config.schema.yaml")):
+        name = package.parent.name
+        (row,) = [line for line in rows if line.startswith(f"| [`{name}`]")]
+        named = re.findall(r"`(\w+)`", row.split(" | ")[1])
+        assert named == list(yaml.safe_load(package.read_text())["options"]), name
+
 def test_workflow_snakefile_is_the_top_level_one() -> None:
     snakefile = REPO / "workflow/Snakefile"
     assert snakefile.is_symlink() or snakefile.is_file()
