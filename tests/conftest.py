@@ -18,13 +18,14 @@ SKIPPED: list[tuple[str, str]] = []
 LEFTOVERS: list[str] = []
 
 
-def readme_files(section: str) -> dict[str, str]:
-    """The fenced code blocks of the README's ``section`` (its ``## `` heading line) whose first
-    line is ``# PATH``: PATH -> the rest of the block. Tests that follow a README recipe build
-    their files from these, so the recipe cannot drift from what is tested."""
+def doc_files(document: str, section: str) -> dict[str, str]:
+    """The fenced code blocks of ``section`` (its ``## `` heading line) of ``document`` (a path
+    relative to the repository root, e.g. ``docs/extending.md``) whose first line is ``# PATH``:
+    PATH -> the rest of the block. Tests that follow a documented recipe build their files from
+    these, so the recipe cannot drift from what is tested."""
     import re
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / document).read_text()
     start = text.index(f"\n{section}\n")
     body = text[start:text.find("\n## ", start + 1)]
     return {m["path"]: m["body"] for m in re.finditer(r"```\w+\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", body, re.S)}

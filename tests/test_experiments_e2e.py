@@ -5,9 +5,10 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
 - a whole run to figures: every figure the experiment declares is drawn (tests/figcheck.py: one
   PDF page, every axes of the figure holds data, and its PNG panel shows it);
 - the boundary table against independent truth: the crossing or fit recomputed here from
-  sweep.zarr's per-seed data, and the theory the README cites (Gamma_inf,delta for
-  sphere_clustering, the reference t* table for mixture_training (docs/papers/002.md §6), (d - 1)/2 and Lemma C.1 for
-  causal_clustering; cluster_emergence's theorems are checked on the same run by test_cluster_emergence);
+  sweep.zarr's per-seed data, and the theory the docs cite (Gamma_inf,delta for
+  sphere_clustering, the reference t* table for mixture_training (docs/papers/002.md §6), (d - 1)/2
+  and Lemma C.1 for causal_clustering; cluster_emergence's theorems are checked on the same run by
+  test_cluster_emergence);
 - grow a batched axis and add a value of a fanned-out one: only the new blocks are planned;
   kill -9 of the whole process tree at a seeded random moment of that run's simulate, then
   resume: no old store is rewritten, and the aggregates equal a from-scratch, uninterrupted

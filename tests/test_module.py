@@ -1,7 +1,7 @@
-"""attnsweep as a Snakemake module under a user's own project (README: "Your own rules on top").
+"""attnsweep as a Snakemake module under a user's own project (docs/extending.md: "Your own rules on top").
 
-The project is built from the README's blocks as they stand, beside a link named ``attnsweep``
-to this repository, and run with the README's command. Truths: the user's table equals the last
+The project is built from that section's blocks as they stand, beside a link named ``attnsweep``
+to this repository, and run with its command. Truths: the user's table equals the last
 output time of the seed mean recomputed here from sweep.zarr; Snakemake plans nothing on a
 second run; a grown grid reruns the user's rule and its table gains the value; the worker log
 shows the warm server served the jobs and stopped; the simulate override reached the jobs
@@ -24,21 +24,22 @@ import pandas as pd
 import processes
 import pytest
 import yaml
-from conftest import readme_files
+from conftest import doc_files
 
 from attnsweep.errors import ConfigError
 from attnsweep.lock import claim
 from attnsweep.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
+DOCUMENT = "docs/extending.md"
 SECTION = "## Your own rules on top (a Snakemake module)"
 
 pytestmark = pytest.mark.slow
 
 
-def readme_command() -> list[str]:
-    """The README's command, with this interpreter for the venv's snakemake."""
-    text = (REPO / "README.md").read_text()
+def documented_command() -> list[str]:
+    """The documented command, with this interpreter for the venv's snakemake."""
+    text = (REPO / DOCUMENT).read_text()
     body = text[text.index(f"\n{SECTION}\n"):]
     line = next(ln for ln in body.splitlines() if ln.startswith("../attnsweep/.venv/bin/snakemake "))
     return [sys.executable, "-m", "snakemake", *shlex.split(line)[1:]]
@@ -49,14 +50,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("module")
     (root / "attnsweep").symlink_to(REPO)
     user = root / "my-sweep"
-    for path, body in readme_files(SECTION).items():
+    for path, body in doc_files(DOCUMENT, SECTION).items():
         (user / path).parent.mkdir(parents=True, exist_ok=True)
         (user / path).write_text(body)
     return user
 
 
 def run(project: Path, *args: str, command: list[str] | None = None) -> subprocess.CompletedProcess:
-    command = readme_command() if command is None else command
+    command = documented_command() if command is None else command
     return processes.run([*command, *args], cwd=project, capture_output=True, text=True)
 
 
@@ -86,7 +87,7 @@ def test_user_rule_runs_on_the_sweep_and_reruns_when_the_grid_grows(project: Pat
     runs = sorted((project / "results/sphere_clustering/runs").rglob("*.zarr"))
     assert runs and all(open_store(r).attrs["torch_threads"] == 2 for r in runs)  # use rule ... with: threads
 
-    shutil.copytree(REPO / "profiles/default", project / "profiles/default")  # the README's other way
+    shutil.copytree(REPO / "profiles/default", project / "profiles/default")  # the documented other way
     again = run(project, "--dry-run", command=[sys.executable, "-m", "snakemake"])
     said = again.stdout + again.stderr
     assert again.returncode == 0 and "Nothing to be done" in said, said[-2000:]
@@ -116,7 +117,7 @@ def test_the_module_run_holds_the_results_lock(project: Path, tmp_path: Path) ->
     section = yaml.safe_load(config.read_text())
     section["experiments"]["sphere_clustering"]["seeds"] = 3  # new work: the run must do jobs
     config.write_text(yaml.safe_dump(section))
-    proc = processes.start(readme_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = processes.start(documented_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
         lock = results / ".attnsweep.lock"

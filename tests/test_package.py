@@ -2,7 +2,7 @@
 and a wheel in a fresh venv.
 
 Truths: the checkout's Snakefile, config/config.yaml and profiles are links to the package's own
-files, and ``init`` writes exactly those (the README shows its Snakefile as it is); ``init``
+files, and ``init`` writes exactly those (docs/extending.md shows its Snakefile as it is); ``init``
 refuses, writing nothing, where any of them exists, unless ``--force``; a shipped file that is
 missing is one line naming it and how to get it.
 The wheel built from the checkout's files, alone in a venv, validates and lists from any
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import processes
 import pytest
-from conftest import CONFIGS, readme_files
+from conftest import CONFIGS, doc_files
 
 from attnsweep import cli, registry, shipped
 from attnsweep.errors import SetupError
@@ -34,8 +34,8 @@ def test_the_checkout_links_the_shipped_project() -> None:
         assert (REPO / name).resolve() == shipped.path("project", name).resolve(), name
 
 
-def test_the_readme_shows_the_snakefile_init_writes() -> None:
-    shown = readme_files("## A project from the installed package")["Snakefile"]
+def test_the_docs_show_the_snakefile_init_writes() -> None:
+    shown = doc_files("docs/extending.md", "## A project from the installed package")["Snakefile"]
     assert shown == shipped.path("project", "Snakefile").read_text()
 
 

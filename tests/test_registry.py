@@ -4,7 +4,7 @@ One statement of each experiment fact: the config schema's experiment sections a
 from the experiments, each axis's domain and default from its ``Axis``, the rest from the
 experiment's ``options_schema``. Independent truths: every default expands to values inside its
 axis's domain; the composed section holds exactly the axes, the shared keys and the options; an
-option that shadows an axis is refused. Installed experiments: the README's template, installed
+option that shadows an axis is refused. Installed experiments: the template of docs/extending.md, installed
 with pip, runs through the workflow to its boundary and figure; a broken one is one line.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 import processes
 import pytest
 import yaml
-from conftest import readme_files
+from conftest import doc_files
 from figcheck import check_figure
 
 from attnsweep import registry
@@ -89,16 +89,18 @@ def test_schema_command_prints_the_composed_schema() -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_template_experiment_runs_as_an_installed_package(tmp_path: Path) -> None:
-    """The README's template, file for file: pip installs it (into a directory of its own, not
+def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_path: Path) -> None:
+    """The template of docs/extending.md, file for file: pip installs it (into a directory of its own, not
     this environment), its entry point registers it, and the workflow runs it to its boundary
     and figure. Truths: at beta = 0 attention is uniform, so the sharpness is exactly 1/n; the
-    boundary is where the seed mean of sweep.zarr crosses the level, found here by np.interp."""
-    files = readme_files("## Adding an experiment")
-    assert {"pyproject.toml", "toy_attention/__init__.py", "toy_attention/figures.py", "config/toy.yaml"} <= set(files)
+    boundary is where the seed mean of sweep.zarr crosses the level, found here by np.interp. The
+    page's contract test (attnsweep.testing.ExperimentContract) passes on it."""
+    files = doc_files("docs/extending.md", "## Adding an experiment")
+    assert {"pyproject.toml", "toy_attention/__init__.py", "toy_attention/figures.py", "config/toy.yaml",
+            "test_toy_attention.py"} <= set(files)
     package, work, site = tmp_path / "toy-attention", tmp_path / "work", tmp_path / "site"
     for path, body in files.items():
-        target = (work if path.startswith("config/") else package) / path
+        target = (work if path.startswith(("config/", "test_")) else package) / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(body)
     processes.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
@@ -129,6 +131,10 @@ def test_the_readme_template_experiment_runs_as_an_installed_package(tmp_path: P
     np.testing.assert_allclose(table["beta_star"], boundary["beta_star"].values, rtol=1e-5)
     figure = results / "figures" / "sharpness"
     assert not check_figure(figure.with_suffix(".png"), figure.with_suffix(".pdf"), panels=1)
+    # the contract test of docs/extending.md, run by the user's pytest against the installed package
+    checked = processes.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_toy_attention.py"], cwd=work,
+                            env=env, capture_output=True, text=True)
+    assert checked.returncode == 0 and "4 passed" in checked.stdout, checked.stdout[-4000:]
 
 
 @pytest.mark.parametrize(("module", "message"), [

@@ -138,7 +138,10 @@ def test_report(tiny_run: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     report = tiny_run / "report.html"
     assert report.stat().st_size > 10_000
-    assert "Figure 1 of paper 000 at n = 16" in report.read_text(errors="replace")
+    text = report.read_text(errors="replace")
+    assert "Figure 1 of paper 000 at n = 16" in text
+    # The header shows the settings in use, the schema's defaults included (TINY sets no dtype).
+    assert "critical_scaling (dtype float32)" in text and "Device: cpu" in text
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ orthonormal ``e_0..e_n``. Every quantity here depends only on the Gram matrix
 
 Reference: *Critical attention scaling in long-context transformers*, Chen, Lin, Polyanskiy and
 Rigollet (the copy used is the anonymous review version; its Eq. 90 is corrected here, see
-``lambda_simplex`` and the README's critical_scaling section).
+``lambda_simplex`` and docs/papers/000.md §5; arXiv:2510.05554).
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ RESULTS = SWEEP.results
 LOGS = SWEEP.logs
 DEVICE = SWEEP.config["device"]
 BLOCK_MIB = SWEEP.config["block_mib"]
+# The report's header (report/workflow.rst) reads snakemake.config: give it the values in use,
+# the schema's defaults and each experiment's own dtype included, not only what the file states.
+config.setdefault("device", DEVICE)
+config.setdefault("dtype", SWEEP.config["dtype"])
+for _name, _plan in SWEEP.plans.items():
+    config["experiments"][_name].setdefault("dtype", _plan.dtype)
 # Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.blocks).
 JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
