@@ -10,7 +10,7 @@ import processes
 import pytest
 import yaml
 
-CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
+CONFIGS = Path(__file__).resolve().parent / "tiny_configs"
 
 #: Tests that skip under CI (the environment variable CI set, as `.ci/run` runs): (nodeid, reason).
 SKIPPED: list[tuple[str, str]] = []
@@ -66,7 +66,7 @@ def refine_command(workdir: Path, *args: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The directory of one uninterrupted local refinement of tests/slurm_configs/refine.yaml
+    """The directory of one uninterrupted local refinement of tests/tiny_configs/refine.yaml
     (one core), shared read-only by the refinement and SLURM suites."""
     workdir = tmp_path_factory.mktemp("refine-reference")
     done = processes.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True)

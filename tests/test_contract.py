@@ -1,5 +1,5 @@
 """Every built-in experiment keeps the contract (:class:`attnsweep.testing.ExperimentContract`),
-each on its tiny config (tests/slurm_configs/<experiment>.yaml). A user's experiment runs the
+each on its tiny config (tests/tiny_configs/<experiment>.yaml). A user's experiment runs the
 same class (docs: adding an experiment)."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_dynamics_cuda_matches_cpu(name: str) -> None:
     and counts on the CPU) give the same trajectories: float64, the tiny configs of the SLURM
     test, every observable, NaN where the CPU has NaN and 99.9% of values within 1e-8 (a value
     set by a threshold, a pair counted as clustered, may flip for a pair within rounding of it)."""
-    tiny = Path(__file__).parent / "slurm_configs" / f"{name}.yaml"
+    tiny = Path(__file__).parent / "tiny_configs" / f"{name}.yaml"
     section = yaml.safe_load(tiny.read_text())["experiments"][name]
     section = {**section, "wildcards": []}
     (job,) = load_sweep({"dtype": "float64", "experiments": {name: section}}).plans[name].jobs().values()

@@ -1,6 +1,6 @@
 """Every experiment besides critical_scaling (which has the full suites of test_workflow,
 test_resilience and test_extend) through real Snakemake runs of its tiny config
-(tests/slurm_configs/<experiment>.yaml; test_slurm runs the same configs on SLURM):
+(tests/tiny_configs/<experiment>.yaml; test_slurm runs the same configs on SLURM):
 
 - a whole run to figures: every figure the experiment declares is drawn (tests/figcheck.py: one
   PDF page, every axes of the figure holds data, and its PNG panel shows it);

@@ -1,4 +1,4 @@
-"""attnsweep refine end to end: the tiny refinement of tests/slurm_configs/refine.yaml finds the
+"""attnsweep refine end to end: the tiny refinement of tests/tiny_configs/refine.yaml finds the
 true crossing to its precision, each round adds what its decision says, a refinement grown later
 continues from its stores, and one killed with kill -9 finishes bit for bit as an uninterrupted one."""
 

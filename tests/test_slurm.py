@@ -10,7 +10,7 @@ poll and kept SLURM logs. The partition is the cluster's default (`debug`), as t
 whole list (mem_mb and runtime with it). To keep the module short, the SLURM sweeps of every
 experiment and the sweep with a cancelled job run at once; the local reference of each is the
 tiny run the other suites share (conftest.tiny_run).
-Each experiment's tiny config is tests/slurm_configs/<experiment>.yaml.
+Each experiment's tiny config is tests/tiny_configs/<experiment>.yaml.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm"
 START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slurm-local-stop.sh"
-CONFIGS = Path(__file__).resolve().parent / "slurm_configs"
+CONFIGS = Path(__file__).resolve().parent / "tiny_configs"
 RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
 # A hang guard on the module's sweeps, not a time they must meet: the module took 8:16 alone on a
@@ -247,7 +247,7 @@ def run_stores(workdir: Path, experiment: str) -> list[Path]:
 
 def test_every_experiment_has_a_tiny_config() -> None:
     missing = [name for name in registry.names() if not (CONFIGS / f"{name}.yaml").exists()]
-    assert not missing, f"add tests/slurm_configs/<name>.yaml for: {missing}"
+    assert not missing, f"add tests/tiny_configs/<name>.yaml for: {missing}"
 
 
 @pytest.mark.parametrize("experiment", registry.names())
