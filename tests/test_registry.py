@@ -132,8 +132,8 @@ def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_pat
     figure = results / "figures" / "sharpness"
     assert not check_figure(figure.with_suffix(".png"), figure.with_suffix(".pdf"), panels=1)
     # the contract test of docs/extending.md, run by the user's pytest against the installed package
-    checked = processes.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_toy_attention.py"], cwd=work,
-                            env=env, capture_output=True, text=True)
+    checked = processes.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_toy_attention.py"],
+                            cwd=work, env=env, capture_output=True, text=True)
     assert checked.returncode == 0 and "4 passed" in checked.stdout, checked.stdout[-4000:]
 
 
