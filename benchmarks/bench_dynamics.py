@@ -72,7 +72,7 @@ def profile(args: argparse.Namespace) -> None:
     from threadpoolctl import threadpool_limits
 
     from attnsweep.dynamics import cpu_chunk_bytes, observables, ops, sphere
-    from attnsweep.experiments.sphere_clustering import system_bytes
+    from attnsweep.experiments.sphere_clustering.resources import system_bytes
 
     dtype = getattr(torch, args.dtype)
     n, d = args.n, args.d

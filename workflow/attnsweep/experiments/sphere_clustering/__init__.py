@@ -17,11 +17,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables
-from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
+from attnsweep.experiments.sphere_clustering import resources
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -33,18 +32,6 @@ BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone
 def beta_eff(beta: Any, gamma: Any, n: Any) -> Any:
     """The inverse temperature of the dynamics: beta + gamma log n."""
     return beta + gamma * np.log(n)
-
-
-def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
-    """The dimension the tokens are integrated in: n when Q = K = V = I and n < d (they stay in
-    the span of the initial ones, :func:`attnsweep.dynamics.sphere.span_coordinates`), else d."""
-    return min(n, d) if opts["matrices"] == "identity" else d
-
-
-def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
-    """Working memory of one system during a step: scores and weights, tokens and stages, matrices."""
-    stages = 4 if integrator == "rk4" else 1
-    return size * (3 * n * n + (3 + 2 * stages) * n * d + 2 * d * d)
 
 
 @register
@@ -95,41 +82,13 @@ class SphereClustering(Experiment):
         return opts
 
     def job_memory_bytes(self, job: JobSpec) -> int:
-        """One chunk of systems (``block_mib``, at least one system), the recorded observables
-        (float64 per system and output time: records, result, and the result encoded for the
-        one-file store), snapshots (result and encoded), 300 MiB runtime."""
-        from attnsweep.dynamics.times import output_steps
+        return resources.memory_bytes(job)
 
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
-        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
-        points = len(grid["n"]) * len(grid["d"])
-        records = systems * times * len(opts["observables"]) * 8
-        chunk = max(max(system_bytes(int(n), int(d), size, opts["integrator"]), job.block_mib << 20)
-                    for n in grid["n"] for d in grid["d"])
-        snapshots = points * systems * len(opts["snapshot_times"]) * max(grid["n"]) * 2 * 8
-        return chunk + records + 2 * points * records + 3 * snapshots + (300 << 20)
+    def job_seconds(self, job: JobSpec) -> float:
+        return resources.seconds(job)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
-
-    def job_seconds(self, job: JobSpec) -> float:
-        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
-        matrix and its pair statistics, plus an n x n SVD for the Boolean rank."""
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["rho"]) * len(grid["beta"]) * len(grid["gamma"])
-        stages = 4 if opts["integrator"] == "rk4" else 1
-        total = cost.JOB_S
-        for n in map(int, grid["n"]):
-            for d in (reduced_dimension(n, int(d), opts) for d in grid["d"]):
-                record = 2 * n * n * d + 30 * n * n + (12 * n ** 3 if "boolean_rank" in opts["observables"] else 0)
-                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
-                                      cpu_chunk_bytes(job.block_mib))
-                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
-                                       batches, job.dtype, opts["matrices"] != "identity")
-        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

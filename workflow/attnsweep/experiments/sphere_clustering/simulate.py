@@ -18,7 +18,7 @@ import xarray as xr
 
 from attnsweep import rng
 from attnsweep.dynamics import driver, ensembles, observables, sphere
-from attnsweep.experiments.sphere_clustering import reduced_dimension, system_bytes
+from attnsweep.experiments.sphere_clustering.resources import reduced_dimension, system_bytes
 from attnsweep.grid import Axis
 from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec
