@@ -462,7 +462,7 @@ def test_job_is_independent_of_job_cut_and_chunking(tmp_path: Path) -> None:
     """One job, one job per (n, d, scale, seed), and chunks of three and one systems give the same
     arrays bit for bit (random V and Q^T K keyed by (d, seed), tokens by (n, d, seed))."""
     from attnsweep.aggregate import collect
-    from attnsweep.experiments.cluster_emergence import system_bytes
+    from attnsweep.experiments.cluster_emergence.resources import system_bytes
     from attnsweep.jobs import run_job
     from attnsweep.store import open_store
 

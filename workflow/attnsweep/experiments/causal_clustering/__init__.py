@@ -25,10 +25,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
-from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
+from attnsweep.experiments.causal_clustering import resources
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -41,13 +40,6 @@ COUNTS = ("renyi_count", "strong_count")
 def separation(beta: Any, c: float) -> Any:
     """delta = c beta^{-1/2} (radians; Figs. 2, 3 use c = 4)."""
     return c / np.sqrt(beta)
-
-
-def chunk_bytes(n: int, d: int, size: int, integrator: str, captures: int) -> int:
-    """Working memory of one system during a step or a record: scores and weights, Gram and
-    capture distances, tokens and integrator stages, V."""
-    stages = 4 if integrator == "rk4" else 1
-    return size * (4 * n * n + (4 + 2 * stages) * n * d + d * d + 2 * n * captures)
 
 
 @register
@@ -72,44 +64,16 @@ class CausalClustering(Experiment):
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         check_times(options, grid, prefix)
 
-    def job_memory_bytes(self, job: JobSpec) -> int:
-        """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
-        three times: records, result, and the result encoded for the one-file store), 300 MiB of
-        runtime."""
-        from attnsweep.dynamics.times import output_steps
 
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
-        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
-        tokens, captures = int(max(grid["n"])), len(opts["capture"])
-        per_system = times * (2 * captures + 3) + 2 + len(opts["snapshot_times"]) * tokens * 3 + 2 * tokens
-        chunk = max(max(chunk_bytes(int(n), int(d), size, opts["integrator"], captures), job.block_mib << 20)
-                    for n in grid["n"] for d in grid["d"])
-        points = len(grid["n"]) * len(grid["d"])
-        return chunk + 3 * points * systems * per_system * 8 + (300 << 20)
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        return resources.memory_bytes(job)
+
+    def job_seconds(self, job: JobSpec) -> float:
+        return resources.seconds(job)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
 
-    def job_seconds(self, job: JobSpec) -> float:
-        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
-        matrix, the cluster count and the capture distances to both kinds of centres."""
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["beta"]) * len(opts["values"]) * len(opts["masks"])
-        stages = 4 if opts["integrator"] == "rk4" else 1
-        captures = len(opts["capture"])
-        matrices = any(name != "identity" for name in opts["values"])
-        total = cost.JOB_S
-        for n in map(int, grid["n"]):
-            for d in map(int, grid["d"]):
-                record = 2 * n * n * d + (40 + 8 * captures) * n * n
-                batches = cost.chunks(systems, chunk_bytes(n, d, size, opts["integrator"], captures),
-                                      cpu_chunk_bytes(job.block_mib))
-                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
-                                       batches, job.dtype, matrices)
-        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

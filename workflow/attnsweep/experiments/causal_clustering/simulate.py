@@ -20,8 +20,9 @@ from torch import Tensor
 
 from attnsweep import rng
 from attnsweep.dynamics import driver, observables, sphere
-from attnsweep.experiments.causal_clustering import SERIES, chunk_bytes, separation, theory
+from attnsweep.experiments.causal_clustering import SERIES, separation, theory
 from attnsweep.experiments.causal_clustering.cases import value_matrix
+from attnsweep.experiments.causal_clustering.resources import chunk_bytes
 from attnsweep.grid import Axis
 from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec

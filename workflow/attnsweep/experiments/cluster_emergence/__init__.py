@@ -21,11 +21,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
-from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
+from attnsweep.experiments.cluster_emergence import resources
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -39,13 +38,6 @@ THEORY = ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "ran
 FIRST_SEED = ("coordinate_mean", "coordinate_var", "eigenvalue_real", "eigenvalue_imag", "eigenvector",
               "dual_functional", "multiplicity", "phi1_score", "qk_definite", "snapshot", "coordinate_snapshot",
               "attention_snapshot", "query_snapshot", "key_snapshot")
-
-
-def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
-    """Working memory of one system during a step (bytes, ``size`` per number): scores, P and
-    distances, tokens and integrator stages, matrices."""
-    stages = 4 if integrator == "rk4" else 1
-    return size * (4 * n * n + (3 + 2 * stages) * n * d + 8 * d * d)
 
 
 @register
@@ -125,46 +117,16 @@ class ClusterEmergence(Experiment):
             opts.update(q=None, k=None)
         return opts
 
-    def job_memory_bytes(self, job: JobSpec) -> int:
-        """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
-        three times: records, result, and the result encoded for the one-file store), 300 MiB of
-        runtime."""
-        from attnsweep.dynamics.times import output_steps
 
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["scale"])
-        times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
-        snaps = len(opts["snapshot_times"])
-        worst, stored = 0, 0
-        for n in map(int, grid["n"]):
-            for d in map(int, grid["d"]):
-                one = system_bytes(n, d, size, opts["integrator"])
-                per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (9 + opts["modes"] + n) + 8 * opts["modes"]
-                worst = max(worst, max(one, job.block_mib << 20))
-                stored += systems * per_system * 8
-        return worst + 3 * stored + (300 << 20)
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        return resources.memory_bytes(job)
+
+    def job_seconds(self, job: JobSpec) -> float:
+        return resources.seconds(job)
 
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         return {"outputs": options["outputs"], "snapshot_times": len(options["snapshot_times"])}
 
-    def job_seconds(self, job: JobSpec) -> float:
-        """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`; e^{tV} at every stage,
-        ~4 d^3, and the products with Q^T K and V); a record is an n x n SVD for the rank, the
-        Boolean defect, leaders, the distance graph of the clusters and the eigen-coordinates."""
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        systems = len(job.seeds) * len(grid["scale"])
-        stages = 4 if opts["integrator"] == "rk4" else 1
-        total = cost.JOB_S
-        for n in map(int, grid["n"]):
-            for d in map(int, grid["d"]):
-                record = 12 * n ** 3 + 4 * n * n * d + 40 * n * n + 20 * n * d * opts["modes"]
-                batches = cost.chunks(systems, system_bytes(n, d, size, opts["integrator"]),
-                                      cpu_chunk_bytes(job.block_mib))
-                total += cost.dynamics(n, d, systems, opts["t_max"] / opts["dt"], stages, opts["outputs"], record,
-                                       batches, job.dtype, matrices=True, stage_flops=4 * d ** 3)
-        return total
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

@@ -28,8 +28,9 @@ from torch import Tensor
 
 from attnsweep import rng
 from attnsweep.dynamics import attention, driver, rd
-from attnsweep.experiments.cluster_emergence import system_bytes, theory
+from attnsweep.experiments.cluster_emergence import theory
 from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
+from attnsweep.experiments.cluster_emergence.resources import system_bytes
 from attnsweep.grid import Axis
 from attnsweep.labels import SEED, TIME, label
 from attnsweep.registry import JobSpec
