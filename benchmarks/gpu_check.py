@@ -95,7 +95,7 @@ from bench_sweep_estimate import gemm_gflop, per_rho_seconds, probes_of, sweep_s
 from attnsweep import cost, registry
 from attnsweep.cli import format_duration
 from attnsweep.config import load_sweep, load_yaml
-from attnsweep.experiments.mixture_training import sizes, step_flops, three_stage_steps
+from attnsweep.experiments.mixture_training.resources import sizes, step_flops, three_stage_steps
 from attnsweep.experiments.sphere_clustering.resources import reduced_dimension
 from attnsweep.jobspec import JobSpec
 from attnsweep.plan import Plan

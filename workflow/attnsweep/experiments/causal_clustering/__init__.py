@@ -101,7 +101,7 @@ class CausalClustering(Experiment):
     def theory(sweep: xr.Dataset, c: float) -> xr.Dataset:
         """Per (n, d, beta): the mean strong-centre count of i.i.d. uniform tokens (Lemma C.1, with
         the d = 3 erratum) and, for d = 2, the saturated Renyi count c_R 2 pi / delta (C.4)."""
-        from attnsweep.experiments.causal_clustering import theory
+        from attnsweep.experiments.causal_clustering import theory  # scipy: only the reduction needs it
 
         n, d, beta = (sweep[c_].astype(float) for c_ in ("n", "d", "beta"))
         n, d, beta = xr.broadcast(n, d, beta)
@@ -124,7 +124,7 @@ class CausalClustering(Experiment):
         cluster count at t_max and its fitted beta exponent with a bootstrap interval, against
         (d - 1)/2 (and the exponent at every output time, boundary.zarr only); the centre counts
         against theory; the captured fractions at t_max."""
-        from attnsweep.experiments.causal_clustering import theory
+        from attnsweep.experiments.causal_clustering import theory  # scipy: only the reduction needs it
 
         dims = ("n", "d", "beta", "value", "causal")
         t = sweep["t"].values

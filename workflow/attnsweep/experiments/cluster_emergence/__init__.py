@@ -153,7 +153,7 @@ class ClusterEmergence(Experiment):
         the fraction of seeds meeting the Q, K hypotheses, the rank bound of Thm 2.1, and the
         observations of Fig. 18 (``orthant_fraction``, ``contraction``, seed means). NaN where a
         check does not apply."""
-        from attnsweep.experiments.cluster_emergence import theory
+        from attnsweep.experiments.cluster_emergence import theory  # scipy: only the reduction needs it
 
         dims = ("n", "d", "scale", "seed")
         shape = tuple(sweep.sizes[dim] for dim in dims)

@@ -9,26 +9,19 @@ Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coo
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from attnsweep import cost
 from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
-from attnsweep.experiments.critical_scaling import theory
+from attnsweep.experiments.critical_scaling import resources, theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
 
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, docs/papers/000.md §6 (Eq. 20), not 1/2.
-
-
-def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
-    """Whether n exceeds the sampling threshold ``key`` (None: no n of the job does)."""
-    return opts[key] is not None and n > opts[key]
 
 
 def on_grid(func: Any, **coords: xr.DataArray) -> xr.DataArray:
@@ -74,42 +67,10 @@ class CriticalScaling(Experiment):
         return opts
 
     def job_memory_bytes(self, job: JobSpec) -> int:
-        """Tokens, the (gamma x alpha x n x d) outputs of ``kernel.observe``, Hutchinson probes
-        and tangents, twice the row-block budget, sampled pairs, quantile pairs, 300 MiB of runtime."""
-        opts, grid = job.options, job.grid
-        size = job.itemsize
-        n_gamma, n_alpha = len(grid["gamma"]), len(grid["alpha"])
-        worst = 0
-        for n, d in itertools.product(grid["n"], grid["d"]):
-            n, d = int(n), int(d)
-            hutchinson = opts["eta_method"] == "hutchinson"
-            d_work = d if hutchinson else min(d, n + 1)
-            need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
-            if hutchinson:
-                need += opts["probes"] * n * d * (1 + size)
-            if subsampled(n, opts, "pair_subsample_n"):
-                need += 16 * opts["pair_samples"]
-            tokens = opts["quantile_tokens"] if subsampled(n, opts, "quantile_tokens") else n
-            need += n_gamma * n_alpha * tokens * tokens * (size + 8)
-            worst = max(worst, need)
-        return worst + 2 * (job.block_mib << 20) + (300 << 20)
+        return resources.memory_bytes(job)
 
     def job_seconds(self, job: JobSpec) -> float:
-        """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
-        Gram matrices in the span of the tokens (exact: products of 8 n^2 d' flops a gamma,
-        d' = min(d, n + 1), and n^2 min(n, d'^2) element-wise for the covariance term) or by 2
-        probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma)."""
-        opts, grid = job.options, job.grid
-        batch = len(grid["gamma"]) * len(grid["alpha"])
-        total = cost.JOB_S
-        for n, d in itertools.product(map(int, grid["n"]), map(int, grid["d"])):
-            if opts["eta_method"] == "hutchinson":
-                products, pairs = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"])), 0
-            else:
-                span = min(d, n + 1)
-                products, pairs = 2 * n * n * span * (3 + 4 * batch), n * n * batch * min(n, span * span)
-            total += len(grid["rho"]) * len(job.seeds) * cost.seconds(pairs, 80 * batch, job.dtype, gemm=products)
-        return total
+        return resources.seconds(job)
 
     # ------------------------------------------------------------------ reduce
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:

@@ -16,7 +16,8 @@ import xarray as xr
 from tqdm import tqdm
 
 from attnsweep import rng
-from attnsweep.experiments.critical_scaling import kernel, subsampled
+from attnsweep.experiments.critical_scaling import kernel
+from attnsweep.experiments.critical_scaling.resources import subsampled
 from attnsweep.grid import Axis
 from attnsweep.labels import label
 from attnsweep.registry import JobSpec

@@ -25,7 +25,7 @@ KEYS = ("x_train", "y_train")
 def _raw(file: str | None) -> tuple[np.ndarray, np.ndarray]:
     """(images (n, d) float64, labels (n,) int) of scikit-learn's digits or of an MNIST ``.npz``."""
     if file is None:
-        from sklearn.datasets import load_digits
+        from sklearn.datasets import load_digits  # heavy (scikit-learn): only without an image file
 
         digits = load_digits()
         return digits.data.astype(np.float64), digits.target.astype(int)

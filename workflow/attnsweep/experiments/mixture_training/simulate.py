@@ -27,10 +27,9 @@ from attnsweep.experiments.mixture_training import (
     engines,
     images,
     model,
-    recorded_steps,
     theory,
-    three_stage_steps,
 )
+from attnsweep.experiments.mixture_training.resources import recorded_steps, three_stage_steps
 from attnsweep.grid import Axis
 from attnsweep.labels import label
 from attnsweep.registry import JobSpec

@@ -107,7 +107,7 @@ class SphereClustering(Experiment):
     def theory(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
         """gamma_beta(t) (Theorem 6.8) and the hitting time t*(beta) of 1 - delta (Gamma_{inf,delta},
         Eq. 6.12) at beta_eff; only for Q = K = V = I (NaN otherwise)."""
-        from attnsweep.experiments.sphere_clustering import theory
+        from attnsweep.experiments.sphere_clustering import theory  # scipy: only the reduction needs it
 
         model = "usa" if "usa" in attrs.get("normalisation", "sa") else "sa"
         delta = float(attrs.get("delta", 1e-3))

@@ -1,0 +1,56 @@
+"""Time and memory of one critical_scaling job: the estimates checked against ``max_job_hours``
+and ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb``
+(the model of :mod:`attnsweep.cost`), and where a job samples pairs rather than taking all."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from attnsweep import cost
+from attnsweep.jobspec import JobSpec
+
+
+def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
+    """Whether n exceeds the sampling threshold ``key`` (None: no n of the job does)."""
+    return opts[key] is not None and n > opts[key]
+
+
+def memory_bytes(job: JobSpec) -> int:
+    """Tokens, the (gamma x alpha x n x d) outputs of ``kernel.observe``, Hutchinson probes
+    and tangents, twice the row-block budget, sampled pairs, quantile pairs, 300 MiB of runtime."""
+    opts, grid = job.options, job.grid
+    size = job.itemsize
+    n_gamma, n_alpha = len(grid["gamma"]), len(grid["alpha"])
+    worst = 0
+    for n, d in itertools.product(grid["n"], grid["d"]):
+        n, d = int(n), int(d)
+        hutchinson = opts["eta_method"] == "hutchinson"
+        d_work = d if hutchinson else min(d, n + 1)
+        need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
+        if hutchinson:
+            need += opts["probes"] * n * d * (1 + size)
+        if subsampled(n, opts, "pair_subsample_n"):
+            need += 16 * opts["pair_samples"]
+        tokens = opts["quantile_tokens"] if subsampled(n, opts, "quantile_tokens") else n
+        need += n_gamma * n_alpha * tokens * tokens * (size + 8)
+        worst = max(worst, need)
+    return worst + 2 * (job.block_mib << 20) + (300 << 20)
+
+
+def seconds(job: JobSpec) -> float:
+    """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
+    Gram matrices in the span of the tokens (exact: products of 8 n^2 d' flops a gamma,
+    d' = min(d, n + 1), and n^2 min(n, d'^2) element-wise for the covariance term) or by 2
+    probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma)."""
+    opts, grid = job.options, job.grid
+    batch = len(grid["gamma"]) * len(grid["alpha"])
+    total = cost.JOB_S
+    for n, d in itertools.product(map(int, grid["n"]), map(int, grid["d"])):
+        if opts["eta_method"] == "hutchinson":
+            products, pairs = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"])), 0
+        else:
+            span = min(d, n + 1)
+            products, pairs = 2 * n * n * span * (3 + 4 * batch), n * n * batch * min(n, span * span)
+        total += len(grid["rho"]) * len(job.seeds) * cost.seconds(pairs, 80 * batch, job.dtype, gemm=products)
+    return total
