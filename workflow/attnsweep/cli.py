@@ -142,7 +142,7 @@ def cmd_status(args: argparse.Namespace) -> None:
     from attnsweep import status
     from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
-    show = status.STATES if args.all else ("running", "interrupted", "failed")
+    show = status.STATES if args.all else ("running", "interrupted", "failed", "bad")
     print(status.report(load_sweep(load_yaml(args.config)), show))
 
 
