@@ -18,9 +18,9 @@ import json
 import math
 import multiprocessing
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import dask.array as da
@@ -70,7 +70,8 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     held = [{**job["grid"], "seed": job["seeds"]} for job in (json.loads(a["job"]) for a in attrs)]
     if grid is None:
         grid = {axis: sorted(set().union(*(h[axis] for h in held))) for axis in held[0]}
-    first = open_store(runs[0])
+    with reading(runs[0]):
+        first = open_store(runs[0])
     experiment = registry.get(first.attrs["experiment"])
     extents = [experiment.extents(h) for h in held]  # dims whose length follows the grid
     union = experiment.extents(grid)
@@ -105,7 +106,8 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     )
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
     if stores_per_worker is None:
-        raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
+        with reading(runs[0]):
+            raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
         stores_per_worker = STORES_PER_READER["archive" if raw else "zarr"]
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
@@ -145,6 +147,16 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
 
     with _readers(workers) as pool, aggregate_writes():
         return write_with(lambda tmp: write(tmp, pool), out)
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turn zipfile's errors reading the run store at ``path`` (an entry that fails its CRC-32,
+    one cut short) into :class:`BadStoreError`."""
+    try:
+        yield
+    except (zipfile.BadZipFile, EOFError) as err:
+        raise BadStoreError(str(path), zip_problem(err, path.stat().st_size)) from err
 
 
 def _job_attrs(path: Path) -> dict:
@@ -192,10 +204,8 @@ def _read_batch(stores: list[Path], variables: list[str]) -> list[dict[str, np.n
     :func:`_read_raw` can, the other stores through zarr (:func:`_read_all`)."""
     values = []
     for path in stores:
-        try:
+        with reading(path):
             values.append(_read_raw(path, variables) if is_file_store(path) else None)
-        except (zipfile.BadZipFile, OSError, EOFError) as err:  # a CRC-32 that fails, an entry cut short
-            raise BadStoreError(str(path), zip_problem(err, path.stat().st_size)) from err
     rest = [i for i, v in enumerate(values) if v is None]
     if rest:
         for i, v in zip(rest, asyncio.run(_read_all([stores[i] for i in rest], variables))):

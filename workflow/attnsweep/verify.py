@@ -218,12 +218,16 @@ def check_aggregate(path: str | Path) -> list[Finding]:
     store has them (else a note, not a problem), and the whole opens as one dataset."""
     path = Path(path)
     try:
-        with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp in a directory output
-            warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
+        with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp, a directory without zarr.json
+            warnings.filterwarnings("ignore", message=".*is not recognized as a component")
             group = zarr.open_group(str(path), mode="r", zarr_format=3)
             arrays = sorted(group.arrays())
     except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
         return [Finding(path, f"does not open as a zarr group ({type(err).__name__}: {str(err)[:120]})")]
+    lost = sorted(entry.name for entry in os.scandir(path) if entry.is_dir() and not entry.name.startswith(".")
+                  and entry.name not in dict(arrays))
+    if lost:
+        return [Finding(path, f"`{lost[0]}` has no zarr.json (its metadata lost)")]
     for name, array in arrays:
         meta = array.metadata
         shape = meta.chunk_grid.chunk_shape
