@@ -331,3 +331,96 @@ def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> 
             harmless += 1
         target.write_bytes(original)
     assert found > harmless  # most faults matter; the rest were shown harmless
+
+
+# --- the heal path, end to end (slow) -----------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "slurm_configs" / "critical_scaling.yaml"
+# Attrs that record how and where a store was made, not what it holds.
+PROVENANCE = {"wall_time_s", "peak_rss_mib", "git_commit", "hostname", "run_wall_time_s_total"}
+
+
+def snakemake(workdir: Path) -> tuple[int, str]:
+    cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
+           str(workdir / "config.yaml"), "--cores", "2"]
+    done = processes.run(cmd, stdout=processes.subprocess.PIPE, stderr=processes.subprocess.STDOUT, text=True)
+    return done.returncode, done.stdout
+
+
+def attnsweep(workdir: Path, *args: str) -> processes.subprocess.CompletedProcess:
+    return processes.run(["attnsweep", *args], capture_output=True, text=True, cwd=workdir)
+
+
+def jobs_run(output: str) -> list[str]:
+    """The rules of the jobs a Snakemake run started, in order."""
+    return [line.split()[1].rstrip(":") for line in output.splitlines() if line.startswith("localrule ")]
+
+
+def snapshot(results: Path) -> dict[str, tuple]:
+    """Every store's arrays (dims, dtype, bytes) and attrs less provenance, boundary.csv's bytes."""
+    found = {}
+    for store in sorted(results.rglob("*.zarr")):
+        if any(p.suffix == ".zarr" for p in store.relative_to(results).parents) or store.name.startswith("."):
+            continue
+        ds = open_store(store).load()
+        attrs = {k: v for k, v in ds.attrs.items() if k not in PROVENANCE}
+        found[store.relative_to(results).as_posix()] = (
+            attrs, {name: (var.dims, var.dtype.str, var.values.tobytes()) for name, var in ds.variables.items()})
+    found["boundary.csv"] = (results / EXP / "boundary.csv").read_bytes()
+    return found
+
+
+def mtimes(results: Path) -> dict[str, int]:
+    return {p.relative_to(results).as_posix(): p.stat().st_mtime_ns for p in (results / EXP / "runs").rglob("*.zarr")}
+
+
+@pytest.mark.slow
+def test_bad_stores_are_refused_then_healed(tmp_path: Path) -> None:
+    """The issue's sequence on the tiny sweep: a run store cut short after the sweep finished
+    makes collect fail in one line, and a second run fails again rather than say "Nothing to be
+    done"; status says why; `verify --quarantine` then `snakemake` recomputes that job and the
+    aggregates alone, to stores equal to the untouched run's. Then a chunk of sweep.zarr lost:
+    the aggregates alone are rebuilt, no job."""
+    shutil.copy(TINY, tmp_path / "config.yaml")
+    code, out = snakemake(tmp_path)
+    assert code == 0, out[-3000:]
+    results = tmp_path / "results"
+    want, before = snapshot(results), mtimes(results)
+    config = str(tmp_path / "config.yaml")
+
+    bad = sorted((results / EXP / "runs").rglob("*.zarr"))[1]
+    data = bad.read_bytes()
+    bad.write_bytes(data[: len(data) // 2])
+    line = (f"attnsweep: bad store {bad.relative_to(tmp_path)}: not a zip archive ({len(data) // 2} bytes; "
+            f"no end-of-central-directory record: cut short?); heal the results with `attnsweep verify {config} "
+            "--quarantine`, then `snakemake`")
+    for attempt in range(2):  # the second run redoes the collect the first one lost, and fails as well
+        code, out = snakemake(tmp_path)
+        assert code != 0 and line in out.splitlines(), out[-3000:]
+        assert "Traceback" not in out and "Nothing to be done" not in out
+        assert jobs_run(out) == ["collect"], f"run {attempt}: {jobs_run(out)}"
+    text = attnsweep(tmp_path, "status", config).stdout
+    assert "1 bad" in text and "not done: sweep.zarr is missing" in text
+
+    healing = attnsweep(tmp_path, "verify", config, "--quarantine")
+    assert healing.returncode == 1 and f"{bad.relative_to(tmp_path)}: not a zip archive" in healing.stdout
+    code, out = snakemake(tmp_path)
+    assert code == 0, out[-3000:]
+    assert sorted(jobs_run(out)) == sorted(["simulate", "collect", "reduce", "boundary", "figure", "figure",
+                                            "figure", "all"])
+    after = mtimes(results)
+    assert [p for p in after if after[p] != before[p]] == [bad.relative_to(results).as_posix()]
+    assert snapshot(results) == want
+    assert attnsweep(tmp_path, "verify", config).returncode == 0
+
+    lost = chunk(results / EXP / "sweep.zarr", "eta")
+    lost.unlink()
+    healing = attnsweep(tmp_path, "verify", config, "--quarantine")
+    assert f"of `eta` is missing" in healing.stdout
+    code, out = snakemake(tmp_path)
+    assert code == 0, out[-3000:]
+    assert sorted(jobs_run(out)) == sorted(["collect", "reduce", "boundary", "figure", "figure", "figure", "all"])
+    assert mtimes(results) == after and snapshot(results) == want
+    code, out = snakemake(tmp_path)
+    assert code == 0 and "Nothing to be done" in out
