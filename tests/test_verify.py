@@ -24,7 +24,7 @@ from attnsweep.config import load_sweep
 from attnsweep.errors import BadStoreError
 from attnsweep.jobs import run_job
 from attnsweep.store import open_store, write_atomic, write_file
-from attnsweep.verify import NO_CHECKSUMS, quarantine, verify_tree
+from attnsweep.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
 
 EXP = "critical_scaling"
 SECTION = {"n": [16], "d": [8], "rho": [0.2, 0.8], "gamma": {"start": 0.5, "stop": 8.0, "num": 4}, "seeds": 3}
@@ -182,6 +182,16 @@ def test_aggregates_carry_checksums_and_every_chunk(pristine: Path) -> None:
     for name in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
         for meta in (pristine / "results" / EXP / name).glob("*/zarr.json"):
             assert "crc32c" in meta.read_text(), f"{name}/{meta.parent.name} has no crc32c codec"
+
+
+def test_a_chunk_of_only_nan_is_written_too(pristine: Path, tmp_path: Path) -> None:
+    """A grid point no store holds (d = 9 here) is NaN in sweep.zarr, and its chunk is still
+    written: verify can then require every chunk."""
+    plan = load_sweep(config_for(pristine)).plans[EXP]
+    out = tmp_path / "sweep.zarr"
+    aggregate.collect(run_stores(pristine), out, grid={**plan.coords(), "d": [8, 9]}, points=[plan.base()])
+    assert np.isnan(open_store(out)["lambda"].sel(d=9).values).all()
+    assert check_aggregate(out) == []
 
 
 # --- quarantine -------------------------------------------------------------------------------
