@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import processes
 import pytest
+import xarray as xr
 import yaml
 
 from attnsweep import aggregate, status
 from attnsweep.config import load_sweep
 from attnsweep.errors import BadStoreError
 from attnsweep.jobs import run_job
-from attnsweep.store import open_store, write_atomic, write_file
+from attnsweep.store import open_store, write_aggregate, write_atomic, write_file
 from attnsweep.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
 
 EXP = "critical_scaling"
@@ -192,6 +193,9 @@ def test_a_chunk_of_only_nan_is_written_too(pristine: Path, tmp_path: Path) -> N
     aggregate.collect(run_stores(pristine), out, grid={**plan.coords(), "d": [8, 9]}, points=[plan.base()])
     assert np.isnan(open_store(out)["lambda"].sel(d=9).values).all()
     assert check_aggregate(out) == []
+    nan = tmp_path / "nan.zarr"  # one chunk of NaN alone (a summary variable no point defines)
+    write_aggregate(xr.Dataset({"x": ("i", np.full(3, np.nan))}), nan)
+    assert (nan / "x" / "c" / "0").is_file() and check_aggregate(nan) == []
 
 
 # --- quarantine -------------------------------------------------------------------------------
