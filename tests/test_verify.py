@@ -289,7 +289,8 @@ def test_status_names_bad_stores_and_aggregates_not_done(tree: Path) -> None:
     assert text.splitlines()[0] == f"{EXP}: 3 jobs: 2 done, 0 running, 0 interrupted, 0 failed, 0 pending, 1 bad"
     assert "  not done: sweep.zarr is missing (a reduction that failed?); `snakemake` makes it" in text
     assert "  not done: boundary.csv is older than summary.zarr; `snakemake` makes it again" in text
-    assert f"not a zip archive (0 bytes)" in text and stores[0].stem in text
+    assert "  not done: 6 of 6 figure files are missing; `snakemake` draws them" in text
+    assert "not a zip archive (0 bytes)" in text and stores[0].stem in text
 
 
 # --- random faults: found, or provably harmless ------------------------------------------------
@@ -308,7 +309,7 @@ def read_all(results: Path) -> dict[str, dict]:
 
 def store_files(results: Path) -> list[Path]:
     """The files of the stores under ``results``: run store archives, the aggregates' files."""
-    return sorted(p for p in results.rglob("*") if p.is_file() and ".zarr" in p.as_posix() and p.name != ".attnsweep.lock")
+    return sorted(p for p in results.rglob("*") if p.is_file() and ".zarr" in p.as_posix())
 
 
 def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> None:
@@ -431,7 +432,7 @@ def test_bad_stores_are_refused_then_healed(tmp_path: Path) -> None:
     lost = chunk(results / EXP / "sweep.zarr", "eta")
     lost.unlink()
     healing = attnsweep(tmp_path, "verify", config, "--quarantine")
-    assert f"of `eta` is missing" in healing.stdout
+    assert "of `eta` is missing" in healing.stdout
     code, out = snakemake(tmp_path)
     assert code == 0, out[-3000:]
     assert sorted(jobs_run(out)) == sorted(["collect", "reduce", "boundary", "figure", "figure", "figure", "all"])

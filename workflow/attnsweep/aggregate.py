@@ -326,7 +326,8 @@ def reduce(sweep_path: str | Path, out: str | Path) -> Path:
     experiment = registry.get(sweep.attrs["experiment"])
     summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
-    return write_aggregate(summary, out, encoding={name: {"chunks": var.shape} for name, var in summary.variables.items()})
+    encoding = {name: {"chunks": var.shape} for name, var in summary.variables.items()}
+    return write_aggregate(summary, out, encoding=encoding)
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:

@@ -161,16 +161,19 @@ def _mtime(path: Path) -> float | None:
 
 
 def aggregate_lines(sweep: Sweep, name: str, jobs: list[JobStatus]) -> list[str]:
-    """Why the aggregates of experiment ``name`` are not done: one missing while every run
-    store is done, or one older than what it is built from."""
+    """Why the aggregates of experiment ``name`` are not done, once any of them was made: one
+    missing while every run store is there (a reduction that failed), or one older than what it
+    is built from."""
     root = Path(sweep.results, name)
-    runs = [_mtime(root / "runs" / f"{job.point}.zarr") for job in jobs if job.state in ("done", "bad")]
-    figures = [root / "figures" / f"{fig.name}.{ext}" for fig in sweep.plans[name].experiment.figures(
-        sweep.plans[name].grid, sweep.plans[name].options) for ext in ("png", "pdf")]
-    built = {"sweep.zarr": [], "summary.zarr": ["sweep.zarr"], "boundary.zarr": ["sweep.zarr", "summary.zarr"],
-             "boundary.csv": ["sweep.zarr", "summary.zarr"]}
-    built |= {f"figures/{fig.name}": ["summary.zarr", "boundary.zarr"] for fig in figures}
+    plan = sweep.plans[name]
+    built = {"sweep.zarr": (), "summary.zarr": ("sweep.zarr",), "boundary.zarr": ("sweep.zarr", "summary.zarr"),
+             "boundary.csv": ("sweep.zarr", "summary.zarr")}
     times = {out: _mtime(root / out) for out in built}
+    figures = [_mtime(root / "figures" / f"{fig.name}.{ext}")
+               for fig in plan.experiment.figures(plan.grid, plan.options) for ext in ("png", "pdf")]
+    if all(t is None for t in (*times.values(), *figures)):
+        return []  # not reduced yet
+    runs = [_mtime(root / "runs" / f"{job.point}.zarr") for job in jobs if job.state in ("done", "bad")]
     lines = []
     for out, inputs in built.items():
         if times[out] is None:
@@ -182,6 +185,14 @@ def aggregate_lines(sweep: Sweep, name: str, jobs: list[JobStatus]) -> list[str]
             newer = ["a run store"]
         if newer:
             lines.append(f"  not done: {out} is older than {' and '.join(newer)}; `snakemake` makes it again")
+    inputs = max(times["summary.zarr"] or 0, times["boundary.zarr"] or 0)
+    missing = sum(t is None for t in figures)
+    older = sum(t is not None and t < inputs for t in figures)
+    if missing:
+        lines.append(f"  not done: {missing} of {len(figures)} figure files are missing; `snakemake` draws them")
+    if older:
+        lines.append(f"  not done: {older} figure files are older than summary.zarr or boundary.zarr; "
+                     "`snakemake` draws them again")
     return lines
 
 

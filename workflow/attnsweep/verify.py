@@ -9,13 +9,13 @@ until it is written. Each store is checked against what it must hold:
   per entry and checks on every read (``ZipFile.testzip``): a checksum run stores always had,
   so none of them changes format. Then its job identity (root attrs ``job``) hashes to the key
   of its file name and of the job the plan expects at its path (the path names the fanned-out
-  point, :meth:`attnsweep.plan.Plan.jobs`); every data variable has ``seed`` as a dimension
-  and every chunk its chunk grid implies; every axis of the experiment and ``seed`` is a
-  coordinate equal to the job's grid and seeds; its data variables, each with its dimensions
-  (variables of one experiment span different axes), are the experiment's: the set most of the
-  plan's stores hold. A run store of the earlier directory layout gets the same
-  checks but the CRC: its arrays must read (zarr.json present, every chunk present and
-  decoding).
+  point, :meth:`attnsweep.plan.Plan.jobs`); every data variable has ``seed`` as a dimension;
+  every axis of the experiment and ``seed`` is a coordinate equal to the job's grid and seeds;
+  its data variables, each with its dimensions (variables of one experiment span different
+  axes), are the experiment's: the set most of the plan's stores hold. A run store of the
+  earlier directory layout gets the same checks but the CRC, which it lacks: every array reads
+  and every chunk its chunk grid implies is present (a chunk of fill values alone, which zarr
+  leaves out, reads as missing: quarantined, the job runs again).
 - An aggregate (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``, directory stores): every
   chunk (shard, for sharded arrays) its shape and chunk grid imply exists and decodes, and the
   store opens as one dataset. Aggregates carry zarr's ``crc32c`` codec on every (inner) chunk,
@@ -62,6 +62,8 @@ DOWNSTREAM = {
     "summary.zarr": ("boundary.zarr", "boundary.csv", "figures"),
     "boundary.zarr": ("boundary.csv", "figures"),
 }
+#: A store's data variables, each with its dimensions.
+Variables = frozenset[tuple[str, tuple[str, ...]]]
 NO_CHECKSUMS = "no checksums (written by an earlier version): chunks checked for presence and decoding only"
 
 
@@ -79,16 +81,20 @@ class Finding:
 
 # --- run stores ---------------------------------------------------------------------------------
 
-def _arrays_problem(metadata: dict[str, dict], exists: Callable[[str, str], bool],
+def _arrays_problem(metadata: dict[str, dict], exists: Callable[[str, str], bool] | None,
                     read: Callable[[str], np.ndarray], spec: JobSpec, axes: tuple[str, ...]) -> str | None:
     """The checks common to both layouts, on a store's arrays (``metadata``: name -> its
-    ``zarr.json``): dimensions, chunks present (``exists(array, key)``), coordinates (``read``)."""
+    ``zarr.json``): dimensions, chunks present (``exists(array, key)``; None for an archive, whose
+    entries cannot go missing at rest without its central directory changing, and which, as
+    zarr writes, leaves out a chunk of fill values alone), coordinates (``read``)."""
     dims = {name: tuple(meta.get("dimension_names") or ()) for name, meta in metadata.items()}
     data = [name for name in metadata if name not in {d for ds in dims.values() for d in ds}]
     wanted = (*axes, SEED)
     for name in sorted(data):
         if SEED not in dims[name]:
             return f"`{name}` lacks the dimension seed"
+        if exists is None:
+            continue
         array = ArrayV3Metadata.from_dict(metadata[name])
         for coords in array.chunk_grid.all_chunk_coords(array.shape):
             key = array.encode_chunk_key(coords)
@@ -100,12 +106,12 @@ def _arrays_problem(metadata: dict[str, dict], exists: Callable[[str, str], bool
             return f"no coordinate `{axis}`"
         values = read(axis)
         if values.shape != (len(held[axis]),) or not np.array_equal(values, np.asarray(held[axis], values.dtype)):
-            shown = ", ".join(format_value(v) for v in values.ravel()[:8])
-            return f"coordinate `{axis}` holds [{shown}], expected the job's [{', '.join(map(format_value, held[axis]))}]"
+            shown, expected = (", ".join(map(format_value, v)) for v in (values.ravel()[:8], held[axis]))
+            return f"coordinate `{axis}` holds [{shown}], expected the job's [{expected}]"
     return None
 
 
-def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     """A one-file run store's problem (None if sound) and its data variables."""
     with zipfile.ZipFile(path) as zf:
         try:
@@ -115,24 +121,30 @@ def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str
         if bad is not None:
             return f"{entry_text(bad)} fails its CRC-32", frozenset()
         names = set(zf.namelist())
-        metadata = {}
+        raw, metadata = {}, {}
         for name in names:
             if name.endswith("/zarr.json"):
+                array = name.removesuffix("/zarr.json")
+                raw[array] = zf.read(name)
                 try:
-                    metadata[name.removesuffix("/zarr.json")] = json.loads(zf.read(name))
+                    metadata[array] = json.loads(raw[array])
                 except ValueError as err:
                     return f"{entry_text(name)} is not valid JSON ({err})", frozenset()
 
         def read(array: str) -> np.ndarray:
-            layout = raw_layout(json.dumps(metadata[array]).encode())
+            layout = raw_layout(raw[array])  # cached: the stores of a sweep repeat their documents
             if layout is not None and f"{array}/{layout[2]}" in names:
                 return np.frombuffer(zf.read(f"{array}/{layout[2]}"), layout[0]).reshape(layout[1])
-            return zarr.open_array(zarr.storage.ZipStore(path, mode="r"), path=array, mode="r")[...]
+            store = zarr.storage.ZipStore(path, mode="r")  # compressed, or a chunk of fill values left out
+            try:
+                return zarr.open_array(store, path=array, mode="r")[...]
+            finally:
+                store.close()
 
-        return _checked(metadata, lambda array, key: f"{array}/{key}" in names, read, spec, axes)
+        return _checked(metadata, None, read, spec, axes)
 
 
-def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     """A directory run store's (the earlier layout) problem (None if sound) and its data variables."""
     try:
         with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp in a directory output
@@ -156,8 +168,8 @@ def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tupl
     return problem, variables
 
 
-def _checked(metadata: dict[str, dict], exists: Callable[[str, str], bool], read: Callable[[str], np.ndarray],
-             spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+def _checked(metadata: dict[str, dict], exists: Callable[[str, str], bool] | None, read: Callable[[str], np.ndarray],
+             spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     dims = {name: tuple(meta.get("dimension_names") or ()) for name, meta in metadata.items()}
     shared = {d for names in dims.values() for d in names}
     variables = frozenset((name, dims[name]) for name in metadata if name not in shared)
@@ -167,7 +179,7 @@ def _checked(metadata: dict[str, dict], exists: Callable[[str, str], bool], read
         return f"arrays do not read ({type(err).__name__}: {str(err)[:120]})", variables
 
 
-def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     """What is wrong with the run store at ``path`` of the job ``spec`` of an experiment with
     ``axes`` (None if nothing), and its data variables (to compare with the other stores')."""
     path = Path(path)
@@ -196,11 +208,12 @@ def check_runs(stores: dict[Path, JobSpec], axes: tuple[str, ...],
             if variables != common:
                 parts = [f"lacks {_listed(common - variables)}"] if common - variables else []
                 parts += [f"has {_listed(variables - common)} besides"] if variables - common else []
-                findings.append(Finding(path, f"its variables differ from most stores of the experiment: {'; '.join(parts)}"))
+                problem = f"its variables differ from most stores of the experiment: {'; '.join(parts)}"
+                findings.append(Finding(path, problem))
     return sorted(findings, key=lambda f: str(f.path))
 
 
-def _listed(variables: Iterable[tuple[str, tuple[str, ...]]]) -> str:
+def _listed(variables: Variables) -> str:
     return ", ".join(f"`{name}` ({', '.join(dims)})" for name, dims in sorted(variables))
 
 
