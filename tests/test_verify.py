@@ -431,6 +431,13 @@ def test_bad_stores_are_refused_then_healed(tmp_path: Path) -> None:
 
     lost = chunk(results / EXP / "sweep.zarr", "eta")
     lost.unlink()
+    (results / EXP / "boundary.csv").unlink()  # boundary runs again, and refuses the sweep (through the warm worker)
+    code, out = snakemake(tmp_path)
+    key = lost.relative_to(results / EXP / "sweep.zarr" / "eta").as_posix()
+    line = (f"results/{EXP}/sweep.zarr: chunk {key} of `eta` is missing; heal the results "
+            f"with `attnsweep verify {config} --quarantine`, then `snakemake`")  # the path as the worker has it
+    assert code != 0 and "Traceback" not in out, out[-3000:]
+    assert any(x.startswith("attnsweep: bad store ") and x.endswith(line) for x in out.splitlines()), out[-3000:]
     healing = attnsweep(tmp_path, "verify", config, "--quarantine")
     assert "of `eta` is missing" in healing.stdout
     code, out = snakemake(tmp_path)
