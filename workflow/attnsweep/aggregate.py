@@ -8,6 +8,13 @@ zarr once per distinct ``zarr.json`` (~0.2 ms a store, against ~4 ms through zar
 API); any other store is read through zarr's asyncio API, stores concurrently. ``workers``
 processes read at once (the reading is Python work that one process does serially).
 ``reduce`` and ``boundary`` work on the dask-backed ``sweep.zarr``.
+
+Every step refuses a bad input with :class:`~attnsweep.errors.BadStoreError` (one line: the
+file, what is wrong, the command that heals the tree): ``collect`` a run store that is no zip
+archive, holds another job than its name says or has an entry that fails its CRC-32 as it is
+read; the others an aggregate that fails :func:`attnsweep.verify.check_aggregate`, checked
+before it is read (a lost chunk would read back as NaN). The aggregates are written with a
+checksum on every chunk and every chunk written (:func:`attnsweep.store.write_aggregate`).
 """
 
 from __future__ import annotations

@@ -75,8 +75,8 @@ def zip_problem(err: Exception, size: int) -> str:
 
 
 def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> str | None:
-    """What is wrong with the run store at ``path`` (the store of the job ``expected``; without
-    it, of the job whose key names the file, if a key does: 12 hex digits), found
+    """What is wrong with the run store at ``path`` (the store of the job ``expected``, if given,
+    and of the job whose key names the file, if a key does: 12 hex digits), found
     without reading its data: an empty file, a file that is no zip archive (no
     end-of-central-directory record: cut short, or overwritten), a directory without
     ``zarr.json``, a root ``zarr.json`` that does not read, or a job identity (root attrs
@@ -105,10 +105,10 @@ def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> s
         spec = JobSpec.from_dict(json.loads(json.loads(root)["attributes"]["job"]))
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         return f"no job identity in its root zarr.json ({type(err).__name__}: {str(err)[:100]})"
-    if expected is not None and spec.key() != expected.key():
+    if expected is not None and spec.identity() != expected.identity():
         return (f"holds job {spec.key()} of {describe(spec)}, expected {expected.key()} of {describe(expected)} "
                 "(swapped or copied from another tree?)")
     named = os.path.basename(path).removesuffix(".zarr")
-    if expected is None and re.fullmatch(f"[0-9a-f]{{{KEY_DIGITS}}}", named) and spec.key() != named:
+    if re.fullmatch(f"[0-9a-f]{{{KEY_DIGITS}}}", named) and spec.key() != named:
         return f"holds job {spec.key()} of {describe(spec)}, expected {named} (swapped or copied from another tree?)"
     return None
