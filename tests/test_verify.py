@@ -11,6 +11,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -67,6 +68,10 @@ def findings(root: Path) -> list[str]:
     results = root / "results"
     return [f"{f.path.relative_to(results)}: {f.problem}" for f in verify_tree(load_sweep(config_for(root)))
             if f.bad]
+
+
+def attnsweep(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return processes.run(["attnsweep", *args], capture_output=True, text=True, cwd=workdir)
 
 
 def run_stores(root: Path) -> list[Path]:
@@ -219,19 +224,18 @@ def test_quarantine_moves_bad_stores_and_what_is_built_from_them(tree: Path) -> 
 def test_verify_command(tree: Path) -> None:
     store = run_stores(tree)[0]
     store.write_bytes(b"")
-    cmd = ["attnsweep", "verify", str(tree / "config.yaml")]
-    result = processes.run([shutil.which("attnsweep") or "attnsweep", *cmd[1:]], capture_output=True, text=True,
-                           cwd=tree)
+    config = str(tree / "config.yaml")
+    result = attnsweep(tree, "verify", config)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == f"{store}: not a zip archive (0 bytes)"
-    assert "1 bad stores" in lines[-1] and "--quarantine" in lines[-1]
-    result = processes.run([shutil.which("attnsweep") or "attnsweep", *cmd[1:], "--quarantine"], capture_output=True,
-                           text=True, cwd=tree)
-    assert result.returncode == 1 and "quarantined" in result.stdout
-    result = processes.run([shutil.which("attnsweep") or "attnsweep", *cmd[1:]], capture_output=True, text=True,
-                           cwd=tree)
-    assert result.returncode == 0 and result.stdout.strip().endswith("every store sound")
+    assert lines[-1] == (f"{config}: 1 bad stores: `attnsweep verify {config} --quarantine`, then `snakemake` "
+                         "recomputes them")
+    result = attnsweep(tree, "verify", config, "--quarantine")
+    assert result.returncode == 1 and f"moved {store} -> " in result.stdout
+    assert result.stdout.splitlines()[-1] == f"{config}: 1 bad stores, quarantined: `snakemake` recomputes them"
+    result = attnsweep(tree, "verify", config)
+    assert result.returncode == 0 and result.stdout.splitlines() == [f"{config}: every store sound"]
     assert "Traceback" not in result.stderr
 
 
@@ -358,12 +362,8 @@ PROVENANCE = {"wall_time_s", "peak_rss_mib", "git_commit", "hostname", "run_wall
 def snakemake(workdir: Path) -> tuple[int, str]:
     cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
            str(workdir / "config.yaml"), "--cores", "2"]
-    done = processes.run(cmd, stdout=processes.subprocess.PIPE, stderr=processes.subprocess.STDOUT, text=True)
+    done = processes.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return done.returncode, done.stdout
-
-
-def attnsweep(workdir: Path, *args: str) -> processes.subprocess.CompletedProcess:
-    return processes.run(["attnsweep", *args], capture_output=True, text=True, cwd=workdir)
 
 
 def jobs_run(output: str) -> list[str]:
