@@ -20,7 +20,6 @@ checksum on every chunk and every chunk written (:func:`attnsweep.store.write_ag
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import math
 import multiprocessing
@@ -35,14 +34,21 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr.api.asynchronous as zarr_async
-from zarr.codecs import BytesCodec
-from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import ZipStore
 
 from attnsweep import registry
 from attnsweep.errors import BadStoreError
 from attnsweep.layout import is_file_store, quick_problem, root_attrs, zip_problem
-from attnsweep.store import aggregate_writes, checked, open_store, provenance, write_aggregate, write_with, zarr_store
+from attnsweep.store import (
+    aggregate_writes,
+    checked,
+    open_store,
+    provenance,
+    raw_layout,
+    write_aggregate,
+    write_with,
+    zarr_store,
+)
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
@@ -239,21 +245,6 @@ def _read_raw(path: Path, variables: list[str]) -> dict[str, np.ndarray] | None:
                 return None
             values[var] = np.frombuffer(data, dtype).reshape(shape)
     return values
-
-
-@functools.lru_cache(maxsize=1024)
-def raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
-    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
-    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
-    sweep repeat a few distinct metadata documents."""
-    array = ArrayV3Metadata.from_dict(json.loads(metadata))
-    (codec, *others) = array.codecs
-    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
-        return None
-    dtype = array.dtype.to_native_dtype()
-    if codec.endian is not None:
-        dtype = dtype.newbyteorder(codec.endian.value)
-    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
 
 
 async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:

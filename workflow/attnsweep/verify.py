@@ -47,11 +47,10 @@ import zarr
 from zarr.codecs import Crc32cCodec, ShardingCodec
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from attnsweep.aggregate import raw_layout
 from attnsweep.grid import SEED, format_value
 from attnsweep.jobspec import JobSpec
 from attnsweep.layout import describe, entry_text, is_file_store, quick_problem
-from attnsweep.store import open_store
+from attnsweep.store import open_store, raw_layout
 
 #: The aggregates of an experiment, in the order they are built from each other.
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
