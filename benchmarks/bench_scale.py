@@ -9,8 +9,11 @@
   (``collect`` -> ``reduce`` -> ``boundary``) in one fresh process. Targets: <= 20 s and
   <= 2 GB peak resident memory for 10^3 stores, <= 60 s and 4 GB for 10^4.
 - ``status``: ``attnsweep status`` on a config of ``--jobs`` simulate jobs whose results tree
-  holds every store (each a one-file store whose job spec is that job's, values copied from one
-  real job: status reads specs, not values). Target: <= 5 s for 10^4 jobs.
+  holds every store (each a one-file store whose job spec and fanned-out coordinates are that
+  job's, the other values copied from one real job: :func:`make_tree`). Target: <= 5 s for
+  10^4 jobs.
+- ``verify``: ``attnsweep verify`` on the same tree (every store read and checked; no
+  aggregates). Target: <= 60 s for 10^4 run stores.
 
 Each figure is the median of ``--repeats`` runs, timed from outside (``bench_process.run``).
 
@@ -18,6 +21,7 @@ usage: python benchmarks/bench_scale.py dryrun [--jobs 10000] [--repeats 3]
        python benchmarks/bench_scale.py reduce [--stores 1000] [--repeats 3] [--keep DIR]
        python benchmarks/bench_scale.py reduce-in-process DIR   (the step times of one run)
        python benchmarks/bench_scale.py status [--jobs 10000] [--repeats 3]
+       python benchmarks/bench_scale.py verify [--jobs 10000] [--repeats 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import yaml
 from bench_process import median_of
 
@@ -121,35 +126,62 @@ def reduce(stores: int, repeats: int, keep: Path | None) -> None:
           f"(min {low:.2f}, max {high:.2f}), peak {peak:.2f} GiB, {repeats} runs; files {files}")
 
 
-def status(jobs: int, repeats: int) -> None:
+def make_tree(folder: Path, jobs: int) -> Path:
+    """A config of ``jobs`` simulate jobs in ``folder`` whose results tree holds every store: one
+    real job's store copied under each job's spec, its fanned-out coordinates (n, d, seed) set to
+    the job's, entry by entry (a store of its own per job, as ``attnsweep verify`` checks, without
+    running zarr 10^4 times). The config's path."""
     from attnsweep.config import load_sweep
     from attnsweep.jobs import run_job
 
+    config = {"device": "cpu", "results": str(folder / "results"), "logs": str(folder / "logs"),
+              "experiments": {"critical_scaling": grid_for(jobs)}}
+    Path(folder, "config.yaml").write_text(yaml.safe_dump(config))
+    sweep = load_sweep(config)
+    specs = sweep.plans["critical_scaling"].jobs()
+    source = run_job(next(iter(specs.values())), Path(folder, "source.zarr"), device="cpu", progress=False)
+    with zipfile.ZipFile(source) as zf:
+        entries = {name: zf.read(name) for name in zf.namelist()}
+    root = json.loads(entries["zarr.json"])
+    dtypes = {axis: json.loads(entries[f"{axis}/zarr.json"])["data_type"] for axis in ("n", "d", "seed")}
+    for path, spec in specs.items():  # the source's arrays under each job's own spec and coordinates
+        root["attributes"]["job"] = json.dumps(spec.to_dict())
+        coords = {f"{axis}/c/0": np.asarray(values, dtypes[axis]).tobytes()
+                  for axis, values in (("n", spec.grid["n"]), ("d", spec.grid["d"]), ("seed", spec.seeds))}
+        store = Path(sweep.results, "critical_scaling", "runs", f"{path}.zarr")
+        store.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(store, "w") as zf:
+            for name, data in sorted({**entries, **coords, "zarr.json": json.dumps(root).encode()}.items()):
+                zf.writestr(name, data)
+    return Path(folder, "config.yaml")
+
+
+def status(jobs: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        config = {"device": "cpu", "experiments": {"critical_scaling": grid_for(jobs)}}
-        Path(tmp, "config.yaml").write_text(yaml.safe_dump(config))
+        make_tree(Path(tmp), jobs)
         os.chdir(tmp)
-        sweep = load_sweep(config)
-        plan = sweep.plans["critical_scaling"]
-        specs = plan.jobs()
-        first = next(iter(specs.values()))
-        source = run_job(first, Path(tmp, "source.zarr"), device="cpu", progress=False)
-        with zipfile.ZipFile(source) as zf:
-            entries = {name: zf.read(name) for name in zf.namelist()}
-        root = json.loads(entries["zarr.json"])
-        for path, spec in specs.items():  # the source's arrays under each job's own spec
-            root["attributes"]["job"] = json.dumps(spec.to_dict())
-            store = Path(sweep.results, "critical_scaling", "runs", f"{path}.zarr")
-            store.parent.mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(store, "w") as zf:
-                for name, data in entries.items():
-                    zf.writestr(name, json.dumps(root) if name == "zarr.json" else data)
         cmd = [sys.executable, "-m", "attnsweep.cli", "status", "config.yaml"]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         if f"{jobs} jobs: {jobs} done" not in out:
             raise SystemExit(f"status did not count {jobs} done jobs:\n{out}")
         wall, low, high, peak = median_of(cmd, repeats)
     print(f"attnsweep status, {jobs} jobs, all done: median {wall:.2f} s (min {low:.2f}, max {high:.2f}), "
+          f"peak {peak:.2f} GiB, {repeats} runs")
+
+
+def verify(jobs: int, repeats: int, keep: Path | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = keep or Path(tmp)
+        config = folder / "config.yaml"
+        if not config.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            make_tree(folder, jobs)
+        cmd = [sys.executable, "-m", "attnsweep.cli", "verify", str(config)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode or "every store sound" not in out.stdout:
+            raise SystemExit(f"verify found the tree bad:\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
+        wall, low, high, peak = median_of(cmd, repeats)
+    print(f"attnsweep verify, {jobs} run stores, all sound: median {wall:.2f} s (min {low:.2f}, max {high:.2f}), "
           f"peak {peak:.2f} GiB, {repeats} runs")
 
 
@@ -166,6 +198,10 @@ def main() -> None:
     p = sub.add_parser("status")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--repeats", type=int, default=3)
+    p = sub.add_parser("verify")
+    p.add_argument("--jobs", type=int, default=10_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--keep", type=Path, help="make (or reuse) the results tree in this folder, and keep it")
     p = sub.add_parser("reduce-in-process")  # the timed child of `reduce`
     p.add_argument("folder", type=Path)
     args = parser.parse_args()
@@ -175,6 +211,8 @@ def main() -> None:
         reduce(args.stores, args.repeats, args.keep)
     elif args.what == "status":
         status(args.jobs, args.repeats)
+    elif args.what == "verify":
+        verify(args.jobs, args.repeats, args.keep)
     else:
         reduce_stores(args.folder)
 

@@ -8,19 +8,25 @@ zarr once per distinct ``zarr.json`` (~0.2 ms a store, against ~4 ms through zar
 API); any other store is read through zarr's asyncio API, stores concurrently. ``workers``
 processes read at once (the reading is Python work that one process does serially).
 ``reduce`` and ``boundary`` work on the dask-backed ``sweep.zarr``.
+
+Every step refuses a bad input with :class:`~attnsweep.errors.BadStoreError` (one line: the
+file, what is wrong, the command that heals the tree): ``collect`` a run store that is no zip
+archive, holds another job than its name says or has an entry that fails its CRC-32 as it is
+read; the others an aggregate that fails :func:`attnsweep.verify.check_aggregate`, checked
+before it is read (a lost chunk would read back as NaN). The aggregates are written with a
+checksum on every chunk and every chunk written (:func:`attnsweep.store.write_aggregate`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import math
 import multiprocessing
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import dask.array as da
@@ -28,13 +34,21 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr.api.asynchronous as zarr_async
-from zarr.codecs import BytesCodec
-from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import ZipStore
 
 from attnsweep import registry
-from attnsweep.layout import is_file_store, root_attrs
-from attnsweep.store import open_store, provenance, write_atomic, write_with, zarr_store
+from attnsweep.errors import BadStoreError
+from attnsweep.layout import is_file_store, quick_problem, root_attrs, zip_problem
+from attnsweep.store import (
+    aggregate_writes,
+    checked,
+    open_store,
+    provenance,
+    raw_layout,
+    write_aggregate,
+    write_with,
+    zarr_store,
+)
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
@@ -65,11 +79,12 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     multiprocessing does: its work must sit under ``if __name__ == "__main__"``.
     """
     runs = [Path(p) for p in runs]
-    attrs = [root_attrs(p) for p in runs]
+    attrs = [_job_attrs(p) for p in runs]
     held = [{**job["grid"], "seed": job["seeds"]} for job in (json.loads(a["job"]) for a in attrs)]
     if grid is None:
         grid = {axis: sorted(set().union(*(h[axis] for h in held))) for axis in held[0]}
-    first = open_store(runs[0])
+    with reading(runs[0]):
+        first = open_store(runs[0])
     experiment = registry.get(first.attrs["experiment"])
     extents = [experiment.extents(h) for h in held]  # dims whose length follows the grid
     union = experiment.extents(grid)
@@ -104,12 +119,14 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     )
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
     if stores_per_worker is None:
-        raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
+        with reading(runs[0]):
+            raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
         stores_per_worker = STORES_PER_READER["archive" if raw else "zarr"]
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
     def write(tmp: Path, pool: Executor | None) -> None:
-        template.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, compute=False, encoding=encoding)
+        template.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, compute=False,
+                         encoding=checked(template, encoding))
         for lo in range(0, len(coords[slab_dim]), size):
             hi = min(lo + size, len(coords[slab_dim]))
             slab = {var: np.full(_shape(first[var], coords, {slab_dim: hi - lo}), np.nan, first[var].dtype)
@@ -141,8 +158,27 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         xr.Dataset({"simulated": simulated}).to_zarr(tmp, region={dim: slice(None) for dim in order},
                                                      zarr_format=3, consolidated=False)
 
-    with _readers(workers) as pool:
+    with _readers(workers) as pool, aggregate_writes():
         return write_with(lambda tmp: write(tmp, pool), out)
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turn zipfile's errors reading the run store at ``path`` (an entry that fails its CRC-32,
+    one cut short) into :class:`BadStoreError`."""
+    try:
+        yield
+    except (zipfile.BadZipFile, EOFError) as err:
+        raise BadStoreError(str(path), zip_problem(err, path.stat().st_size)) from err
+
+
+def _job_attrs(path: Path) -> dict:
+    """The root attrs of a run store; :class:`BadStoreError` where they do not read or name
+    another job than its file name does (:func:`attnsweep.layout.quick_problem`)."""
+    problem = quick_problem(path)
+    if problem:
+        raise BadStoreError(str(path), problem)
+    return root_attrs(path)
 
 
 def _wanted(points: Sequence[dict[str, list]] | None, index: dict[str, pd.Index], dims: list[str]) -> np.ndarray:
@@ -179,7 +215,10 @@ def _read(stores: list[Path], variables: list[str], pool: Executor | None,
 def _read_batch(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
     """Every variable of every store, in order: straight from the archive where
     :func:`_read_raw` can, the other stores through zarr (:func:`_read_all`)."""
-    values = [_read_raw(path, variables) if is_file_store(path) else None for path in stores]
+    values = []
+    for path in stores:
+        with reading(path):
+            values.append(_read_raw(path, variables) if is_file_store(path) else None)
     rest = [i for i, v in enumerate(values) if v is None]
     if rest:
         for i, v in zip(rest, asyncio.run(_read_all([stores[i] for i in rest], variables))):
@@ -195,7 +234,7 @@ def _read_raw(path: Path, variables: list[str]) -> dict[str, np.ndarray] | None:
     with zipfile.ZipFile(path) as zf:
         for var in variables:
             try:
-                layout = _raw_layout(zf.read(f"{var}/zarr.json"))
+                layout = raw_layout(zf.read(f"{var}/zarr.json"))
                 if layout is None:
                     return None
                 dtype, shape, key = layout
@@ -208,28 +247,18 @@ def _read_raw(path: Path, variables: list[str]) -> dict[str, np.ndarray] | None:
     return values
 
 
-@functools.lru_cache(maxsize=1024)
-def _raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
-    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
-    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
-    sweep repeat a few distinct metadata documents."""
-    array = ArrayV3Metadata.from_dict(json.loads(metadata))
-    (codec, *others) = array.codecs
-    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
-        return None
-    dtype = array.dtype.to_native_dtype()
-    if codec.endian is not None:
-        dtype = dtype.newbyteorder(codec.endian.value)
-    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
-
-
 async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
     """Every variable of every store through zarr's asyncio API, read concurrently (one event
     loop for all the I/O)."""
     async def read(path: Path) -> dict[str, np.ndarray]:
         store = zarr_store(path)
-        arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
-        values = await asyncio.gather(*(a.getitem(...) for a in arrays))
+        try:
+            arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
+            values = await asyncio.gather(*(a.getitem(...) for a in arrays))
+        except Exception as err:  # noqa: BLE001  (whatever zarr cannot read of it: an entry, a variable)
+            problem = zip_problem(err, path.stat().st_size) if isinstance(err, zipfile.BadZipFile) else \
+                f"does not read ({type(err).__name__}: {str(err)[:120]})"
+            raise BadStoreError(str(path), problem) from err
         if isinstance(store, ZipStore):
             store.close()
         return dict(zip(variables, values))
@@ -276,24 +305,38 @@ def _slab(first: xr.Dataset, coords: dict[str, np.ndarray], budget: int) -> tupl
     return dim, max(1, min(len(coords[dim]), budget // max(per_value, 1)))
 
 
+def require_sound(*paths: str | Path) -> None:
+    """:class:`BadStoreError` for the first of the aggregates ``paths`` that is bad
+    (:func:`attnsweep.verify.check_aggregate`): a lost chunk would read back as NaN."""
+    from attnsweep.verify import check_aggregate  # imports this module
+
+    for path in paths:
+        for finding in check_aggregate(path):
+            if finding.bad:
+                raise BadStoreError(str(path), finding.problem)
+
+
 def reduce(sweep_path: str | Path, out: str | Path) -> Path:
     """Seed statistics and theory: ``summary.zarr``, each variable one chunk (one file): the
     figures and ``boundary`` load it whole."""
+    require_sound(sweep_path)
     sweep = open_store(sweep_path, chunks={})
     experiment = registry.get(sweep.attrs["experiment"])
     summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
-    return write_atomic(summary, out, encoding={name: {"chunks": var.shape} for name, var in summary.variables.items()})
+    encoding = {name: {"chunks": var.shape} for name, var in summary.variables.items()}
+    return write_aggregate(summary, out, encoding=encoding)
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:
     """Phase boundaries: ``boundary.csv`` and ``boundary.zarr``."""
+    require_sound(sweep_path, summary_path)
     sweep = open_store(sweep_path, chunks={})  # the experiment loads the variables it needs
     summary = open_store(summary_path).load()
     experiment = registry.get(sweep.attrs["experiment"])
     table, bnd = experiment.boundary(sweep, summary)
     bnd.attrs.update(provenance(step="boundary"))
-    write_atomic(bnd, out)
+    write_aggregate(bnd, out)
     Path(csv).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(csv).with_name(f".{Path(csv).name}.tmp")
     table.to_csv(tmp, index=False, float_format="%.6g")
@@ -304,6 +347,7 @@ def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str
            pdf: str | Path) -> None:
     """Draw one figure to PNG and PDF: the experiment's figure function ``draw`` with ``params``
     (a :class:`~attnsweep.contract.FigureSpec`'s)."""
+    require_sound(summary_path, boundary_path)
     summary = open_store(summary_path).load()
     bnd = open_store(boundary_path).load()
     experiment = registry.get(summary.attrs["experiment"])

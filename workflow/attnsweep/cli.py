@@ -1,5 +1,5 @@
-"""Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | run |
-refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
+"""Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | verify |
+run | refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
 
 ``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
 one runs.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attnsweep import worker
-from attnsweep.errors import ConfigError
+from attnsweep.errors import BadStoreError, ConfigError
 from attnsweep.worker import AGGREGATE_STEPS
 
 GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
@@ -142,8 +142,38 @@ def cmd_status(args: argparse.Namespace) -> None:
     from attnsweep import status
     from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
-    show = status.STATES if args.all else ("running", "interrupted", "failed")
+    show = status.STATES if args.all else ("running", "interrupted", "failed", "bad")
     print(status.report(load_sweep(load_yaml(args.config)), show))
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    from tqdm import tqdm  # verify's progress only
+
+    from attnsweep import verify  # heavy: xarray, zarr
+    from attnsweep.config import load_sweep, load_yaml
+    from attnsweep.lock import claim
+
+    sweep = load_sweep(load_yaml(args.config))
+    lock = claim(sweep.results) if args.quarantine else None  # no run may write what is moved
+    findings = verify.verify_tree(sweep, lambda stores: tqdm(stores, desc="verify", leave=False,
+                                                             disable=not sys.stderr.isatty()))
+    bad = [f for f in findings if f.bad]
+    for finding in findings:
+        print(finding)
+    if args.quarantine and bad:
+        for source, target in verify.quarantine(sweep.results, bad):
+            print(f"moved {source} -> {target}")
+    if lock is not None:
+        lock.close()
+    if not bad:
+        print(f"{args.config}: every store sound")
+    elif args.quarantine:
+        print(f"{args.config}: {len(bad)} bad stores, quarantined: `snakemake` recomputes them")
+    else:
+        print(f"{args.config}: {len(bad)} bad stores: `attnsweep verify {args.config} --quarantine`, then "
+              "`snakemake` recomputes them")
+    if bad:
+        raise SystemExit(1)
 
 
 def cmd_refine(args: argparse.Namespace) -> None:
@@ -237,6 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="list every job, not only running and failed ones")
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser("verify", help="check every store of a sweep's results against what it must hold",
+                       epilog="exit status 1 if a store is bad; see docs/verify.md")
+    p.add_argument("config", nargs="?", default="config/config.yaml")
+    p.add_argument("--quarantine", action="store_true",
+                   help="move bad stores (an aggregate with what is built from it) to RESULTS.quarantine/UTC-TIME/, "
+                        "so that `snakemake` recomputes exactly them")
+    p.set_defaults(func=cmd_verify)
+
     p = sub.add_parser("refine", help="refine the boundaries of a config's refine sections, round by round",
                        epilog="example: attnsweep refine my_refinement.yaml --cores all (a config whose experiments "
                               "have a refine section)")
@@ -287,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"attnsweep: config error: {err}", file=sys.stderr)
         return 2
+    except BadStoreError as err:
+        print(f"attnsweep: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         # A store that cannot be written (disk full, read-only): one line, no traceback. The
         # store module is looked up, not imported, so the light `job` client stays light.

@@ -16,3 +16,23 @@ class SetupError(SystemExit):
 
     def __init__(self, message: str):
         super().__init__(f"attnsweep: {message}")
+
+
+#: The command that heals a results tree holding a bad store (see :mod:`attnsweep.verify`).
+HEAL = "`attnsweep verify {config} --quarantine`, then `snakemake`"
+
+
+class BadStoreError(ValueError):
+    """A step's input store is damaged or not the one it should be. ``str()`` is one line:
+    the path, what is wrong, and the command that heals the tree (:data:`HEAL`; the config is
+    ``$ATTNSWEEP_CONFIG``, which the workflow sets, else ``CONFIG``)."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(path, problem)
+        self.path, self.problem = str(path), problem
+
+    def __str__(self) -> str:
+        import os  # the message only
+
+        heal = HEAL.format(config=os.environ.get("ATTNSWEEP_CONFIG", "CONFIG"))
+        return f"bad store {self.path}: {self.problem}; heal the results with {heal}"

@@ -6,10 +6,15 @@ versions). See :mod:`attnsweep.store`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attnsweep.jobspec import JobSpec
 
 
 def is_file_store(path: str | os.PathLike) -> bool:
@@ -25,7 +30,85 @@ def complete(path: str | os.PathLike) -> bool:
 def root_attrs(path: str | os.PathLike) -> dict[str, Any]:
     """The attrs of a store of either layout, from its root ``zarr.json`` alone."""
     if is_file_store(path):
-        with zipfile.ZipFile(path) as zf:
-            return json.loads(zf.read("zarr.json"))["attributes"]
+        return json.loads(archived_root(path))["attributes"]
     with open(os.path.join(path, "zarr.json")) as fh:
         return json.load(fh)["attributes"]
+
+
+def archived_root(path: str | os.PathLike) -> bytes:
+    """The root ``zarr.json`` of a one-file store, read once per version of the file (its path,
+    mtime and size): the planner and ``attnsweep status`` both read it, for 10^4 stores."""
+    info = os.stat(path)
+    return _archived_root(os.fspath(path), info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _archived_root(path: str, mtime_ns: int, size: int) -> bytes:
+    with zipfile.ZipFile(path) as zf:
+        return zf.read("zarr.json")
+
+
+def describe(spec: JobSpec) -> str:
+    """A job's values on its single-valued axes and seed, e.g. ``n=16, d=8, seed=1``."""
+    from attnsweep.grid import format_value  # numpy: only for a bad store's message
+
+    one = {**spec.grid, "seed": spec.seeds}
+    return ", ".join(f"{axis}={format_value(values[0])}" for axis, values in one.items() if len(values) == 1)
+
+
+def entry_text(name: str) -> str:
+    """A zip entry named for a reader: ``entry c/0/0 of `lambda``` (``zarr.json`` of the root: ``entry zarr.json``)."""
+    array, sep, key = name.rpartition("/c/") if "/c/" in name else name.rpartition("/")
+    if not sep:
+        return f"entry {name}"
+    return f"entry {'c/' if sep == '/c/' else ''}{key} of `{array}`"
+
+
+def zip_problem(err: Exception, size: int) -> str:
+    """What zipfile's ``err`` says of an archive of ``size`` bytes, in a reader's words."""
+    text = str(err)
+    if text == "File is not a zip file":
+        return f"not a zip archive ({size} bytes; no end-of-central-directory record: cut short?)"
+    if text.startswith("Bad CRC-32 for file "):
+        return f"{entry_text(text.removeprefix('Bad CRC-32 for file ').strip(chr(39)))} fails its CRC-32"
+    return f"damaged zip archive ({size} bytes): {type(err).__name__}: {text[:120]}"
+
+
+def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> str | None:
+    """What is wrong with the run store at ``path`` (the store of the job ``expected``, if given,
+    and of the job whose key names the file, if a key does: 12 hex digits), found
+    without reading its data: an empty file, a file that is no zip archive (no
+    end-of-central-directory record: cut short, or overwritten), a directory without
+    ``zarr.json``, a root ``zarr.json`` that does not read, or a job identity (root attrs
+    ``job``) other than the one its path names. None when these hold (:mod:`attnsweep.verify`
+    checks the rest)."""
+    from attnsweep.jobspec import KEY_DIGITS, JobSpec  # numpy: only when a store is checked
+
+    if not os.path.lexists(path):
+        return "missing"
+    if is_file_store(path):
+        size = os.path.getsize(path)
+        if size == 0:
+            return "not a zip archive (0 bytes)"
+        try:
+            root = archived_root(path)
+        except KeyError:
+            return "no zarr.json in the archive: not a zarr store"
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+            return zip_problem(err, size)
+    elif not os.path.isfile(os.path.join(path, "zarr.json")):
+        return "a directory without zarr.json: not a whole store"
+    else:
+        with open(os.path.join(path, "zarr.json"), "rb") as fh:
+            root = fh.read()
+    try:
+        spec = JobSpec.from_dict(json.loads(json.loads(root)["attributes"]["job"]))
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        return f"no job identity in its root zarr.json ({type(err).__name__}: {str(err)[:100]})"
+    if expected is not None and spec.identity() != expected.identity():
+        return (f"holds job {spec.key()} of {describe(spec)}, expected {expected.key()} of {describe(expected)} "
+                "(swapped or copied from another tree?)")
+    named = os.path.basename(path).removesuffix(".zarr")
+    if re.fullmatch(f"[0-9a-f]{{{KEY_DIGITS}}}", named) and spec.key() != named:
+        return f"holds job {spec.key()} of {describe(spec)}, expected {named} (swapped or copied from another tree?)"
+    return None

@@ -1,8 +1,11 @@
 """Where a sweep stands, read from its results tree (``attnsweep status CONFIG``).
 
-Each simulate job is in one of five states:
+Each simulate job is in one of six states:
 
 - ``done``: its store is complete (stores are renamed into place only when whole);
+- ``bad``: its store is there but damaged or another job's, as far as a look at its size, its
+  zip directory and its root ``zarr.json`` tells (:func:`attnsweep.layout.quick_problem`;
+  ``attnsweep verify`` reads every byte);
 - ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
   process on another host (a cluster node), which cannot be checked from here;
 - ``interrupted``: the marker names a dead process on this host (killed: kill -9, OOM, node loss),
@@ -12,7 +15,10 @@ Each simulate job is in one of five states:
   log line says which);
 - ``pending``: nothing yet.
 
-A rerun of the workflow redoes exactly the jobs that are not ``done``.
+A rerun of the workflow redoes exactly the jobs that are not ``done`` or ``bad`` (a bad
+store stands until ``attnsweep verify CONFIG --quarantine`` moves it aside). The aggregates are
+not done where one is missing while its run stores are all done, or older than what it is built
+from (as Snakemake compares them; a directory output by its ``.snakemake_timestamp``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnsweep.grid import format_value
-from attnsweep.layout import complete
+from attnsweep.layout import complete, quick_problem
 from attnsweep.refine_record import load_record
 
 if TYPE_CHECKING:
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
     from attnsweep.jobspec import JobSpec
     from attnsweep.plan import Plan
 
-STATES = ("done", "running", "interrupted", "failed", "pending")
+STATES = ("done", "running", "interrupted", "failed", "pending", "bad")
 
 
 def marker_path(store: Path) -> Path:
@@ -107,10 +113,12 @@ def _last_line(log: Path) -> str:
     return lines[-1].rsplit("\r", 1)[-1][:200] if lines else "(empty log)"
 
 
-def job_status(point: str, store: Path, log: Path) -> JobStatus:
-    """The state of one simulate job from its store, marker and log."""
+def job_status(point: str, store: Path, log: Path, spec: JobSpec | None = None) -> JobStatus:
+    """The state of one simulate job (of ``spec``, if given: then its store is looked at too)
+    from its store, marker and log."""
     if complete(store):
-        return JobStatus(point, "done")
+        problem = quick_problem(store, spec) if spec is not None else None
+        return JobStatus(point, "bad", problem) if problem else JobStatus(point, "done")
     marker = marker_path(store)
     if marker.is_file():
         try:
@@ -136,23 +144,68 @@ def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
     return {
         name: [
             replace(job_status(job, Path(sweep.results, name, "runs", f"{job}.zarr"),
-                               Path(sweep.logs, name, "simulate", f"{job}.log")), block=block_text(spec, job))
+                               Path(sweep.logs, name, "simulate", f"{job}.log"), spec), block=block_text(spec, job))
             for job, spec in plan.jobs(sweep.results).items()
         ]
         for name, plan in sweep.plans.items()
     }
 
 
-def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "failed")) -> str:
+def _mtime(path: Path) -> float | None:
+    """When Snakemake takes ``path`` to have been made (None if absent)."""
+    stamp = path / ".snakemake_timestamp"
+    try:
+        return (stamp if stamp.is_file() else path).stat().st_mtime
+    except OSError:
+        return None
+
+
+def aggregate_lines(sweep: Sweep, name: str, jobs: list[JobStatus]) -> list[str]:
+    """Why the aggregates of experiment ``name`` are not done, once any of them was made: one
+    missing while every run store is there (a reduction that failed), or one older than what it
+    is built from."""
+    root = Path(sweep.results, name)
+    built = {"sweep.zarr": (), "summary.zarr": ("sweep.zarr",), "boundary.zarr": ("sweep.zarr", "summary.zarr"),
+             "boundary.csv": ("sweep.zarr", "summary.zarr")}
+    times = {out: _mtime(root / out) for out in built}
+    # The figures drawn (the experiment's list of figures would import matplotlib: +0.5 s).
+    figures = [_mtime(path) for path in (root / "figures").glob("*") if path.suffix in (".png", ".pdf")]
+    if all(t is None for t in (*times.values(), *figures)):
+        return []  # not reduced yet
+    runs = [_mtime(root / "runs" / f"{job.point}.zarr") for job in jobs if job.state in ("done", "bad")]
+    lines = []
+    for out, inputs in built.items():
+        if times[out] is None:
+            if len(runs) == len(jobs):
+                lines.append(f"  not done: {out} is missing (a reduction that failed?); `snakemake` makes it")
+            continue
+        newer = [i for i in inputs if (times[i] or 0) > times[out]]
+        if not inputs and runs and max(runs) > times[out]:
+            newer = ["a run store"]
+        if newer:
+            lines.append(f"  not done: {out} is older than {' and '.join(newer)}; `snakemake` makes it again")
+    inputs = max(times["summary.zarr"] or 0, times["boundary.zarr"] or 0)
+    older = sum(t is not None and t < inputs for t in figures)
+    if older:
+        lines.append(f"  not done: {older} figure files are older than summary.zarr or boundary.zarr; "
+                     "`snakemake` draws them again")
+    return lines
+
+
+def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "failed", "bad")) -> str:
     """A summary per experiment, then one line per job in the states of ``show``."""
     lines = []
     for name, jobs in sweep_status(sweep).items():
         counts = {state: sum(job.state == state for job in jobs) for state in STATES}
-        lines.append(f"{name}: {len(jobs)} jobs: " + ", ".join(f"{counts[s]} {s}" for s in STATES))
+        lines.append(f"{name}: {len(jobs)} jobs: " + ", ".join(f"{counts[s]} {s}" for s in STATES
+                                                              if s != "bad" or counts[s]))
         outputs = ["sweep.zarr", "summary.zarr", "boundary.csv"]
         have = [out for out in outputs if Path(sweep.results, name, out).exists()]
         figures = list(Path(sweep.results, name, "figures").glob("*.png"))
         lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
+        lines += aggregate_lines(sweep, name, jobs)
+        if counts["bad"]:
+            lines.append(f"  {counts['bad']} bad stores: `attnsweep verify CONFIG --quarantine`, then `snakemake`")
         if sweep.plans[name].refine is not None:
             lines += refinement_lines(sweep.plans[name], sweep.results)
         lines += [f"  {job.state:<11} {job.point} [{job.block}]  {job.detail}".rstrip()

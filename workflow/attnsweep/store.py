@@ -10,6 +10,9 @@ Two layouts, both opened by :func:`open_store`:
   by earlier versions are read the same way, in place (:func:`pack` converts one).
 - The aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``) are directory stores:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
+  Every chunk of theirs carries zarr's own ``crc32c`` checksum (:data:`CHECKED`) and every chunk
+  is written, fill value or not (:func:`aggregate_writes`), so that ``attnsweep verify`` can
+  tell a chunk lost or changed at rest (:mod:`attnsweep.verify`).
 
 A store is written to a hidden temporary sibling (``.name.zarr.tmp-<pid>``) and renamed into
 place: ``rename`` within one directory is atomic on POSIX filesystems, so a killed job leaves
@@ -27,13 +30,15 @@ import subprocess
 import warnings
 import zipfile
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.codecs import BytesCodec, Crc32cCodec, ZstdCodec
+from zarr.core.metadata.v3 import ArrayV3Metadata
 
 import attnsweep
 from attnsweep.layout import is_file_store
@@ -75,6 +80,30 @@ WHOLE_CHUNK_BYTES = 256 << 20
 #: Chunks under this size are stored raw: zarr decodes a compressed chunk in a thread of its
 #: own (~0.2 ms a chunk, most of a small store's read), to save at most this much.
 RAW_BYTES = 64 << 10
+
+
+#: The bytes-to-bytes codecs of every aggregate array: zarr's default compressor (zstd, level 0)
+#: as before, then a CRC-32C of each (inner) chunk's bytes, checked by zarr on every read. The
+#: values stay what they were; only the encoding gains the checksum.
+CHECKED = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
+
+
+def checked(ds: xr.Dataset, encoding: dict | None = None) -> dict:
+    """``encoding`` with :data:`CHECKED` as the compressors of every variable of ``ds``."""
+    encoding = encoding or {}
+    return {name: {**encoding.get(name, {}), "compressors": CHECKED} for name in ds.variables}
+
+
+def aggregate_writes() -> Any:
+    """A context in which zarr writes every chunk, even one holding only the fill value: an
+    aggregate then has every chunk its shape and chunk grid imply, and a missing one is a loss."""
+    return zarr.config.set({"array.write_empty_chunks": True})
+
+
+def write_aggregate(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
+    """:func:`write_atomic` for an aggregate: every chunk written, each with its checksum."""
+    with aggregate_writes():
+        return write_atomic(ds, path, checked(ds, encoding))
 
 
 def write_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
@@ -173,6 +202,21 @@ def _remove(path: Path, ignore_errors: bool = False) -> None:
         except OSError:
             if not ignore_errors:
                 raise
+
+
+@lru_cache(maxsize=1024)
+def raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
+    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
+    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
+    sweep repeat a few distinct metadata documents."""
+    array = ArrayV3Metadata.from_dict(json.loads(metadata))
+    (codec, *others) = array.codecs
+    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
+        return None
+    dtype = array.dtype.to_native_dtype()
+    if codec.endian is not None:
+        dtype = dtype.newbyteorder(codec.endian.value)
+    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
 
 
 def zarr_store(path: str | Path) -> zarr.storage.StoreLike:

@@ -227,9 +227,10 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
     except BaseException as err:  # report as a fresh process would (cli.main)
         import traceback  # the failure path only
 
+        from attnsweep.errors import BadStoreError  # idem
         from attnsweep.store import StoreWriteError  # preloaded in the server
 
-        if isinstance(err, StoreWriteError):  # disk full, read-only: one line
+        if isinstance(err, (StoreWriteError, BadStoreError)):  # disk full, read-only, a bad input: one line
             print(f"attnsweep: {err}", file=sys.stderr)
         else:
             traceback.print_exc()

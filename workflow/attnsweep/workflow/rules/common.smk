@@ -19,6 +19,9 @@ except ConfigError as err:
     print(f"attnsweep: config error: {err}", file=sys.stderr)
     sys.exit(1)
 
+# The config a healing `attnsweep verify CONFIG --quarantine` names (attnsweep.errors.BadStoreError),
+# for the jobs' shells and the warm worker to inherit (set, not read: no `envvars:`).
+os.environ.update(ATTNSWEEP_CONFIG=str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
 PYTHON = sys.executable  # the interpreter running snakemake has attnsweep installed
 RESULTS = SWEEP.results
 LOGS = SWEEP.logs
@@ -99,10 +102,15 @@ def figure_spec(wildcards):
 
 
 def final_outputs():
-    """Every figure and boundary of every configured experiment."""
+    """Every aggregate, boundary and figure of every configured experiment. The aggregates are
+    targets of their own: Snakemake reruns no job for an input that is gone while its outputs
+    stand (how temp() works), so with the figures alone a sweep.zarr removed after a failed
+    collect would stay missing behind the older summary, boundary and figures; as a target it
+    is rebuilt, and everything built from it after it."""
     outputs = []
     for name in SWEEP.plans:
-        outputs += [f"{RESULTS}/{name}/boundary.csv", f"{RESULTS}/{name}/boundary.zarr"]
+        outputs += [f"{RESULTS}/{name}/{store}" for store in ("sweep.zarr", "summary.zarr", "boundary.zarr")]
+        outputs += [f"{RESULTS}/{name}/boundary.csv"]
         for fig in FIGURES[name]:
             outputs += [f"{RESULTS}/{name}/figures/{fig.name}.{ext}" for ext in ("png", "pdf")]
     return outputs
