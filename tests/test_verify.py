@@ -354,7 +354,7 @@ def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> 
 # --- the heal path, end to end (slow) -----------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = REPO / "tests" / "slurm_configs" / "critical_scaling.yaml"
+TINY = REPO / "tests" / "tiny_configs" / "critical_scaling.yaml"
 # Attrs that record how and where a store was made, not what it holds.
 PROVENANCE = {"wall_time_s", "peak_rss_mib", "git_commit", "hostname", "run_wall_time_s_total"}
 
