@@ -20,7 +20,6 @@ from typing import Any
 
 from attnsweep import worker
 from attnsweep.errors import BadStoreError, ConfigError
-from attnsweep.worker import AGGREGATE_STEPS
 
 GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
@@ -311,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("aggregate", help="one reduction step of a sweep (what the reduce, boundary and "
                                          "figure rules call)")
-    p.add_argument("step", choices=AGGREGATE_STEPS)
+    p.add_argument("step", help="reduce, boundary or figure (attnsweep.aggregate.STEPS; checked where the step runs)")
     p.add_argument("arguments", help="the keyword arguments of attnsweep.aggregate.<step>, as JSON")
     p.set_defaults(func=cmd_aggregate)
     return parser

@@ -39,6 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from attnsweep.errors import ConfigError
+
 SOCKET_ENV = "ATTNSWEEP_WORKER"
 MAX_MESSAGE = 1 << 22
 REFUSED = 2  # the client's exit status for a request the server refuses (as for a config error)
@@ -104,7 +106,6 @@ def run(request: dict[str, Any]) -> int:
     return status
 
 
-AGGREGATE_STEPS = ("reduce", "boundary", "figure")  # collect keeps its own process: its input list is long
 JOB_KEYS = {"spec", "out", "device", "threads", "cwd"}
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -158,13 +159,13 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
 
 
 def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> dict[str, Any]:
-    """The aggregate half of :func:`check_request`: a step of :data:`AGGREGATE_STEPS` whose
+    """The aggregate half of :func:`check_request`: a step of :data:`attnsweep.aggregate.STEPS` whose
     ``args`` are exactly its function's parameters: paths inside the results, others of their
     annotated (plain) type."""
     from attnsweep import aggregate  # heavy (xarray, zarr, dask): the server preloads it
 
-    if set(request) != {"step", "args", "cwd"} or request["step"] not in AGGREGATE_STEPS:
-        raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {AGGREGATE_STEPS}")
+    if set(request) != {"step", "args", "cwd"} or request["step"] not in aggregate.STEPS:
+        raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {aggregate.STEPS}")
     function = getattr(aggregate, request["step"])
     hints = get_type_hints(function)
     names = set(inspect.signature(function).parameters)
@@ -184,12 +185,13 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
 
 def run_request(request: dict[str, Any]) -> None:
     """Run one request in this process (the child's and the no-server path): a simulate job, or
-    a step of :mod:`attnsweep.aggregate` (``step``, one of :data:`AGGREGATE_STEPS`, and its ``args``)."""
+    a step of :mod:`attnsweep.aggregate` (``step``, one of its ``STEPS``, and its ``args``)."""
     if "step" in request:
         from attnsweep import aggregate  # heavy: in the server or an aggregate process only
 
-        if request["step"] not in AGGREGATE_STEPS:
-            raise ValueError(f"unknown aggregate step {request['step']!r}; one of {AGGREGATE_STEPS}")
+        if request["step"] not in aggregate.STEPS:
+            raise ConfigError("step", f"unknown aggregate step {request['step']!r} "
+                                      f"(one of {', '.join(aggregate.STEPS)})")
         getattr(aggregate, request["step"])(**request["args"])
         return
     from attnsweep.jobs import run_job  # heavy: torch, xarray, zarr
@@ -213,8 +215,6 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
 
     threading.Thread(target=watch, daemon=True).start()
     import logging  # the forked child's own set-up
-
-    from attnsweep.errors import ConfigError  # idem
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s",
                         stream=sys.stderr, force=True)
