@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def findings(root: Path) -> list[str]:
 
 
 def attnsweep(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return processes.run(["attnsweep", *args], capture_output=True, text=True, cwd=workdir)
+    return processes.run([sys.executable, "-m", "attnsweep.cli", *args], capture_output=True, text=True, cwd=workdir)
 
 
 def run_stores(root: Path) -> list[Path]:
@@ -265,7 +266,8 @@ def test_collect_refuses_an_entry_that_fails_its_crc(tree: Path) -> None:
     stores[0].write_bytes(bytes(data))
     args = tree / "collect.json"
     args.write_text(json.dumps({"runs": [str(p) for p in stores], "out": str(tree / "new.zarr")}))
-    result = processes.run(["attnsweep", "collect", str(args)], capture_output=True, text=True)
+    result = processes.run([sys.executable, "-m", "attnsweep.cli", "collect", str(args)],
+                           capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"attnsweep: bad store {stores[0]}: entry {info.filename.removeprefix('eta/')} of `eta` fails its CRC-32; "
@@ -360,8 +362,8 @@ PROVENANCE = {"wall_time_s", "peak_rss_mib", "git_commit", "hostname", "run_wall
 
 
 def snakemake(workdir: Path) -> tuple[int, str]:
-    cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
-           str(workdir / "config.yaml"), "--cores", "2"]
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
     done = processes.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return done.returncode, done.stdout
 
