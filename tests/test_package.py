@@ -97,8 +97,8 @@ def wheel_venv(tmp_path: Path) -> Path:
     dependencies are this venv's, through a plain path line in a .pth (which does not run the
     .pth files there: this venv's editable attnsweep stays out). Returns its bin directory."""
     source = tmp_path / "clone"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, text=True, check=True, timeout=60).stdout.split("\0")
+    listed = processes.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, listed):
         if (REPO / name).is_symlink() or (REPO / name).is_file():  # not a file deleted and not yet committed
             (source / name).parent.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,7 @@ from attnsweep.store import (
     write_with,
     zarr_store,
 )
+from attnsweep.verify import check_aggregate
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
@@ -312,8 +313,6 @@ def _slab(first: xr.Dataset, coords: dict[str, np.ndarray], budget: int) -> tupl
 def require_sound(*paths: str | Path) -> None:
     """:class:`BadStoreError` for the first of the aggregates ``paths`` that is bad
     (:func:`attnsweep.verify.check_aggregate`): a lost chunk would read back as NaN."""
-    from attnsweep.verify import check_aggregate  # imports this module
-
     for path in paths:
         for finding in check_aggregate(path):
             if finding.bad:

@@ -1,5 +1,7 @@
 """The exceptions a user sees, each reported as one line on stderr, never a traceback."""
 
+import os
+
 
 class ConfigError(ValueError):
     """A configuration value is wrong; ``key`` is its dotted path, e.g. ``experiments.critical_scaling.rho``."""
@@ -32,7 +34,5 @@ class BadStoreError(ValueError):
         self.path, self.problem = str(path), problem
 
     def __str__(self) -> str:
-        import os  # the message only
-
         heal = HEAL.format(config=os.environ.get("ATTNSWEEP_CONFIG", "CONFIG"))
         return f"bad store {self.path}: {self.problem}; heal the results with {heal}"
