@@ -422,3 +422,20 @@ def test_huge_beta_is_finite(dtype):
         assert torch.isfinite(value).all(), name
     np.testing.assert_allclose(obs.lam[0].double().numpy(), 1.0, rtol=1e-5)
     np.testing.assert_allclose(obs.n_eff[0].item(), 1.0, rtol=1e-5)
+
+
+def test_observe_without_eta_is_the_layer_alone():
+    """eta_method none: every other observable is the exact path's (float64; rtol 1e-12 covers
+    the exact path forming the layer inside its Gram-matrix pass, a different order of the same
+    sums), and eta is NaN."""
+    n, d = 24, 6
+    x = gaussian_tokens(n, d, 0.4, seed=5)
+    beta = torch.tensor([0.5 * math.log(n), 3.0 * math.log(n)], dtype=F64)
+    alpha = torch.tensor([0.0, 0.5], dtype=F64)
+    exact = kernel.observe(x, beta, alpha, None, None, torch.arange(n), BIG)
+    lean = kernel.observe(x, beta, alpha, None, None, torch.arange(n), BIG, eta=False)
+    for key, value in _observables(exact).items():
+        if key == "eta":
+            assert torch.isnan(lean.eta).all()
+        else:
+            np.testing.assert_allclose(_observables(lean)[key], value, rtol=1e-12, atol=1e-14, err_msg=key)

@@ -341,3 +341,50 @@ def test_other_invalid_arguments_raise():
         theory.simplex_eta(10, 10, 0.5, 1.0, q=0.0)
     with pytest.raises(ValueError, match="d must"):
         theory.simplex_eta(10, 0.5, 0.5, 1.0)
+
+
+# ------------------------------------------------------------------ the simplex boundary
+
+
+def lambda_crossing_closed_form(n: float, rho: float) -> float:
+    """gamma* of lambda on the simplex at alpha = 0, by hand: with f = n^(-gamma (1 - rho)),
+    m = n - 1, p = 1/z, r = f/z, z = 1 + m f, lambda = (p - r)^2 / (rho + (1 - rho)(p^2 + m r^2))
+    (theory.simplex_lambda's notes) equals 1/(1 + 3 rho) exactly where
+    3 rho - 2 (1 + 3 rho + rho m) f + (1 + 3 rho - rho m^2 - (1 - rho) m) f^2 = 0,
+    a quadratic in f whose root in (0, 1) gives gamma = -ln f / ((1 - rho) ln n)."""
+    m = n - 1.0
+    a, b, c = 1 + 3 * rho - rho * m * m - (1 - rho) * m, -2 * (1 + 3 * rho + rho * m), 3 * rho
+    f = (-b - np.sqrt(b * b - 4 * a * c)) / (2 * a)  # a < 0 < c: the one positive root
+    assert 0 < f < 1
+    return float(-np.log(f) / ((1 - rho) * np.log(n)))
+
+
+@pytest.mark.parametrize("n", [16, 256, 4096, 65536])
+@pytest.mark.parametrize("rho", [0.05, 0.3, 0.7, 0.95])
+def test_simplex_gamma_star_lambda_matches_quadratic_root(n, rho):
+    # brentq stops at 1e-12 relative; lambda's slope in gamma at the crossing is O(ln n), so
+    # rounding in lambda (~1e-15) moves the root by far less: 1e-9 relative is loose.
+    got = float(theory.simplex_gamma_star(n, rho))
+    assert got == pytest.approx(lambda_crossing_closed_form(n, rho), rel=1e-9)
+
+
+def test_simplex_gamma_star_lambda_approaches_gamma_critical():
+    """Theorem 2.1: the crossing of lambda_c sits on gamma_c = 1/(1 - rho) as n grows; on the
+    simplex its distance to it shrinks at least like 1/n (docs/papers/000.md §6)."""
+    rho = np.array([0.05, 0.5, 0.95])
+    for n in (256, 4096, 65536):
+        scaled = theory.simplex_gamma_star(n, rho) * (1 - rho)
+        assert np.all(np.abs(scaled - 1) < 10 / n)
+    assert np.isnan(theory.simplex_gamma_star(1024, 0.0))  # lambda_c = 1: no crossing at rho = 0
+
+
+@pytest.mark.parametrize("n, d", [(64, 64), (1024, 1024), (1024, 16)])
+def test_simplex_gamma_star_eta_is_the_first_crossing(n, d):
+    rho = 0.4
+    star = float(theory.simplex_gamma_star(n, rho, d=d))
+    ratio = lambda g: theory.simplex_eta(n, d, rho, g) / (1 - 1 / d)  # noqa: E731
+    assert ratio(star) == pytest.approx(0.25, abs=1e-9)  # brentq's 1e-12 times a slope O(ln n)
+    below = np.linspace(0, star, 200, endpoint=False)
+    assert np.all(ratio(below) < 0.25)
+    if d >= n:  # a true simplex: Theorem 2.3 puts the 1/4 crossing at gamma_c, up to O(beta/d)
+        assert abs(star * (1 - rho) - 1) < 3 * np.log(n) / d

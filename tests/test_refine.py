@@ -150,6 +150,20 @@ def test_bad_refine_settings_name_their_key(refine, key, words) -> None:
     assert str(err.value).startswith(f"experiments.critical_scaling.{key}:") and words in str(err.value)
 
 
+def test_a_boundary_the_options_do_not_compute_is_refused() -> None:
+    """eta_method none computes no eta: refining gamma_star_eta is refused naming the key, and
+    the default (every boundary) is then lambda's alone."""
+    section = {"n": [64], "d": [16], "seeds": 4, "eta_method": "none"}
+    config = {"experiments": {"critical_scaling": {**section, "refine": {
+        "precision": 0.1, "boundaries": ["gamma_star_eta"]}}}}
+    with pytest.raises(ConfigError) as err:
+        load_sweep(config)
+    assert str(err.value) == ("experiments.critical_scaling.refine.boundaries: 'gamma_star_eta' is not computed "
+                              "with these options (computed: gamma_star_lambda)")
+    plan = load_sweep({"experiments": {"critical_scaling": {**section, "refine": {"precision": 0.1}}}}).plans["critical_scaling"]
+    assert [t.variable for t in plan.refine.targets] == ["gamma_star_lambda"]
+
+
 def test_curve_rows_the_experiment_refuses_are_not_proposed(monkeypatch) -> None:
     p = plan(precision=1.1, curve=["rho"])
 

@@ -218,7 +218,8 @@ def plan_experiment(name: str, section: dict[str, Any], dtype: str, block_mib: i
     experiment.check(options, grid, prefix)
     plan = Plan(experiment, grid, seeds, wildcards, options, dtype, block_mib)
     if "refine" in section:
-        plan = replace(plan, refine=refine_settings(experiment, len(plan.seeds), section["refine"], f"{prefix}.refine"))
+        plan = replace(plan, refine=refine_settings(experiment, len(plan.seeds), section["refine"], options,
+                                                    f"{prefix}.refine"))
     return plan
 
 

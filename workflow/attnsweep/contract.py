@@ -118,6 +118,10 @@ class Experiment(ABC):
         """Refuse combinations of options and grid the schema cannot express: raise
         :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
 
+    def targets_for(self, options: dict[str, Any]) -> tuple[Target, ...]:
+        """The targets a sweep with these options computes (default: every one declared)."""
+        return self.targets
+
     def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
         """Coordinates of the store dimensions whose length follows the grid (for example one
         per signal when the number of signals is an axis); a store of ``grid`` holds exactly

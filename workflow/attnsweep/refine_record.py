@@ -50,16 +50,23 @@ class RefineSettings:
         return {t.crossing for t in self.targets if t.crossing} | set(self.curve) | {SEED}
 
 
-def settings(experiment: Experiment, seeds: int, section: dict[str, Any], prefix: str) -> RefineSettings:
-    """A schema-valid ``refine`` section checked against the experiment and its ``seeds`` (how
-    many the base grid holds); ConfigError naming the key."""
-    declared = {t.variable: t for t in experiment.targets}
-    if not declared:
+def settings(experiment: Experiment, seeds: int, section: dict[str, Any], options: dict[str, Any],
+             prefix: str) -> RefineSettings:
+    """A schema-valid ``refine`` section checked against the experiment, its ``options`` (which
+    boundaries they compute) and its ``seeds`` (how many the base grid holds); ConfigError naming
+    the key."""
+    if not experiment.targets:
         raise ConfigError(prefix, f"{experiment.name} has no boundary refinement can locate (no targets)")
+    declared = {t.variable: t for t in experiment.targets_for(options)}
     chosen = section.get("boundaries", list(declared))
     for name in chosen:
-        if name not in declared:
-            raise ConfigError(f"{prefix}.boundaries", f"unknown boundary {name!r} (known: {', '.join(declared)})")
+        if name in declared:
+            continue
+        if any(t.variable == name for t in experiment.targets):
+            raise ConfigError(f"{prefix}.boundaries", f"{name!r} is not computed with these options "
+                                                      f"(computed: {', '.join(declared) or 'none'})")
+        raise ConfigError(f"{prefix}.boundaries", f"unknown boundary {name!r} (known: "
+                                                  f"{', '.join(t.variable for t in experiment.targets)})")
     targets = tuple(declared[name] for name in chosen)
     curves = {axis for t in targets for axis in t.curves}
     for axis in section["curve"]:

@@ -66,6 +66,12 @@ class CriticalScaling(Experiment):
             opts["quantile_tokens"] = None
         return opts
 
+    def targets_for(self, options: dict[str, Any]) -> tuple[Target, ...]:
+        """No eta boundary without eta (``eta_method: none``)."""
+        if options.get("eta_method") == "none":
+            return tuple(t for t in self.targets if t.variable != "gamma_star_eta")
+        return self.targets
+
     def job_memory_bytes(self, job: JobSpec) -> int:
         return resources.memory_bytes(job)
 
@@ -148,7 +154,16 @@ class CriticalScaling(Experiment):
             out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
             out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
         out["gamma_critical"] = summary["gamma_critical"]
+        n, d, rho, alpha = (out[c].astype(float) for c in ("n", "d", "rho", "alpha"))
+        out["gamma_star_lambda_simplex"] = on_grid(
+            lambda n, rho, alpha: theory.simplex_gamma_star(n, rho, alpha=alpha), n=n, rho=rho, alpha=alpha)
+        out["gamma_star_eta_simplex"] = on_grid(
+            lambda n, d, rho: theory.simplex_gamma_star(n, rho, d=d, level=ETA_LEVEL), n=n, d=d, rho=rho
+        ).where(alpha == 0)
         for obs in ("lambda", "eta"):
+            out[f"gamma_star_{obs}_simplex"].attrs.update(
+                long_name=f"gamma* of {obs} on the finite-n simplex, q = 1 (the same level; docs/papers/000.md §4)",
+                units="1")
             out[f"gamma_max_slope_{obs}"].attrs.update(long_name=f"gamma of the steepest rise of {obs}", units="1")
             out[f"gamma_star_{obs}_scaled"].attrs.update(long_name="gamma* (1 - rho), -> 1 as n, d grow", units="1")
             out[f"gamma_star_{obs}_scaled_median"].attrs.update(
@@ -162,10 +177,12 @@ class CriticalScaling(Experiment):
         rows = []
         for obs in ("lambda", "eta"):
             frame = bnd[[f"gamma_star_{obs}", f"gamma_star_{obs}_low", f"gamma_star_{obs}_high",
-                         f"gamma_max_slope_{obs}", "gamma_critical"]].to_dataframe().reset_index()
+                         f"gamma_max_slope_{obs}", f"gamma_star_{obs}_simplex", "gamma_critical"]
+                        ].to_dataframe().reset_index()
             frame = frame.rename(columns={
                 f"gamma_star_{obs}": "gamma_star", f"gamma_star_{obs}_low": "ci_low",
                 f"gamma_star_{obs}_high": "ci_high", f"gamma_max_slope_{obs}": "gamma_max_slope",
+                f"gamma_star_{obs}_simplex": "gamma_star_simplex",
             })
             frame.insert(0, "observable", obs)
             rows.append(frame)
@@ -173,18 +190,24 @@ class CriticalScaling(Experiment):
         table["gamma_star_times_1_minus_rho"] = table["gamma_star"] * (1 - table["rho"])
         table = table.dropna(subset=["gamma_star", "gamma_max_slope"], how="all")
         return table[["observable", "n", "d", "rho", "alpha", "gamma_star", "ci_low", "ci_high",
-                      "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_critical"]]
+                      "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_star_simplex", "gamma_critical"]]
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
         from attnsweep.experiments.critical_scaling import figures  # matplotlib: not in simulate jobs
 
-        specs = []
+        specs, with_eta = [], options["eta_method"] != "none"
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
             specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid), "heatmaps",
                                     {"observable": "lambda", "n": int(n)}))
-            specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options), "heatmaps",
-                                    {"observable": "eta", "n": int(n)}))
-        specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid)))
+            if with_eta:
+                specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options), "heatmaps",
+                                        {"observable": "eta", "n": int(n)}))
+        observables = {} if with_eta else {"observables": ["lambda"]}
+        specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid, "d", with_eta), "finite_size",
+                                observables))
+        if len(grid["n"]) > 1:
+            specs.append(FigureSpec("finite_size_n", figures.caption_finite_size(grid, "n", with_eta), "finite_size",
+                                    {"across": "n", **observables}))
         return specs

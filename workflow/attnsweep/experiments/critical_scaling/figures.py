@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import matplotlib
 import numpy as np
 import xarray as xr
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from attnsweep.crossing import error_bars
 from attnsweep.grid import format_value, format_values
 
+SCALED = {"lambda": r"$\gamma^*_\lambda (1-\rho)$", "eta": r"$\gamma^*_\eta (1-\rho)$"}
 LABELS = {
     "lambda": r"angle ratio $\lambda$ (Eq. 26)",
     "eta": r"Jacobian norm $\eta$ (Eq. 27)",
@@ -37,12 +41,26 @@ def caption_eta(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -
     )
 
 
-def caption_finite_size(grid: dict[str, list[float]]) -> str:
+def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: bool = True) -> str:
+    along = {"d": "d, one panel per n", "n": "n, one panel per d"}[across]
+    rows = "top: from lambda, bottom: from eta" if with_eta else "from lambda; eta not computed"
     return (
-        "Finite-size approach to the critical line: median over rho of gamma* (1 - rho) against d, one "
-        f"line per n in {{{format_values(grid['n'])}}} (solid: from lambda, dashed: from eta; bars: interquartile "
-        "range over rho). Theorem 2.1 predicts 1 as n and d grow."
+        f"Finite-size approach to the critical line: gamma* (1 - rho) against {along} ({rows}), "
+        "for up to six rho (colour), with 95% bootstrap intervals. Thin dashed, the same "
+        "colour: the same boundary on the finite-n simplex (exact for d >= n; below, the formula "
+        "continued in d). Dotted: 1, the limit of Theorem 2.1 as n grows."
     )
+
+
+def column_edges(values: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+    """Cell edges for sorted ``values``: midpoints between neighbours, and half a gap beyond the
+    ends (or ``lo``/``hi`` where given); a single value gets ``[lo, hi]``."""
+    if values.size == 1:
+        return np.array([lo, hi], dtype=float)
+    mid = (values[1:] + values[:-1]) / 2
+    first = values[0] - (values[1] - values[0]) / 2 if lo is None else lo
+    last = values[-1] + (values[-1] - values[-2]) / 2 if hi is None else hi
+    return np.concatenate([[first], mid, [last]])
 
 
 def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int) -> Figure:
@@ -57,11 +75,19 @@ def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int)
     seeds = summary["seeds_held"].sel(n=n, alpha=alpha) if "seeds_held" in summary else None
     refined = seeds is not None and bool((seeds != seeds.max()).any())
     rho_line = np.linspace(rho.min(), rho.max(), 200)
+    rho_edges = column_edges(rho)
     for ax, d in zip(axes, ds):
         panel = data.sel(d=d).transpose("gamma", "rho").values
         vmax = 1.0 if observable == "lambda" else max(float(np.nanmax(panel)), 1e-12)
-        mesh = ax.pcolormesh(rho, gamma, panel, shading="nearest", cmap="viridis", vmin=0, vmax=vmax)
-        fig.colorbar(mesh, ax=ax)
+        norm = Normalize(0.0, vmax)
+        # Each rho column over the gamma values it holds: a refined column shows finer cells near
+        # its crossing, and no column has a hole that is only another column's refinement.
+        for k in range(rho.size):
+            held = np.isfinite(panel[:, k])
+            if held.sum() >= 2:
+                ax.pcolormesh(rho_edges[k:k + 2], column_edges(gamma[held]), panel[held, k][:, None],
+                              shading="flat", cmap="viridis", norm=norm)
+        fig.colorbar(ScalarMappable(norm, "viridis"), ax=ax)
         line = 1 / (1 - rho_line)
         keep = line <= gamma.max()
         ax.plot(rho_line[keep], line[keep], "w--", lw=1.5, label=r"$\gamma = 1/(1-\rho)$")
@@ -71,7 +97,7 @@ def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int)
         err = error_bars(star, low, high)
         ax.errorbar(rho, star, yerr=err, fmt="o", ms=3.5, color="tab:red", ecolor="tab:red",
                     capsize=2, label=r"measured $\gamma^*$")
-        if refined:  # a union of blocks: white is not simulated; dots are, sized by their seeds
+        if refined:  # the simulated points, sized by their seeds
             held = seeds.sel(d=d).transpose("gamma", "rho").values
             g, r = np.nonzero(held)
             ax.scatter(rho[r], gamma[g], s=4 * np.sqrt(held[g, r] / held.max()), c="k", lw=0,
@@ -82,19 +108,43 @@ def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int)
     return fig
 
 
-def finite_size(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-    """Median over rho of gamma*(1 - rho) against d, one line per n; the limit is 1."""
-    fig = Figure(figsize=(5.2, 3.8), layout="constrained")
-    ax = fig.subplots()
+def finite_size(summary: xr.Dataset, boundary: xr.Dataset, across: str = "d",
+                observables: tuple[str, ...] = ("lambda", "eta")) -> Figure:
+    """gamma*(1 - rho) against ``across`` (d or n), a panel per value of the other and a row per
+    observable, for up to six rho, beside the same boundary on the finite-n simplex; the limit is 1."""
+    other = "n" if across == "d" else "d"
     alpha = 0.0 if 0.0 in boundary["alpha"].values else float(boundary["alpha"][0])
-    ds = boundary["d"].values
-    for k, n in enumerate(boundary["n"].values):
-        for obs, style in (("lambda", "-o"), ("eta", "--s")):
-            scaled = boundary[f"gamma_star_{obs}_scaled"].sel(n=n, alpha=alpha)
-            q = scaled.quantile([0.25, 0.5, 0.75], dim="rho", skipna=True).transpose("quantile", "d").values
-            ax.errorbar(ds, q[1], yerr=np.nan_to_num([q[1] - q[0], q[2] - q[1]]), fmt=style,
-                        color=f"C{k}", capsize=2, label=f"n = {int(n)}, {obs}")
-    ax.axhline(1.0, color="k", lw=1, ls=":", label="Theorem 2.1")
-    ax.set(xscale="log", xlabel="d", ylabel=r"median$_\rho$ $\gamma^*(1-\rho)$")
-    ax.legend(fontsize=7)
+    bnd = boundary.sel(alpha=alpha)
+    rhos = bnd["rho"].values[bnd["gamma_star_lambda"].notnull().any(("n", "d")).values]
+    rhos = rhos[np.unique(np.linspace(0, rhos.size - 1, min(6, rhos.size)).round().astype(int))] if rhos.size else rhos
+    panels = bnd[other].values
+    fig = Figure(figsize=(3.6 * len(panels), 0.6 + 2.5 * len(observables)), layout="constrained")
+    axes = fig.subplots(len(observables), len(panels), squeeze=False, sharex=True)
+    colour = rho_colours(rhos)
+    x = bnd[across].values
+    for col, value in enumerate(panels):
+        for row, obs in enumerate(observables):
+            ax = axes[row, col]
+            for rho in rhos:
+                sel = bnd.sel({other: value, "rho": rho})
+                scale = 1 - rho
+                star = sel[f"gamma_star_{obs}"].values * scale
+                err = error_bars(star, sel[f"gamma_star_{obs}_low"].values * scale,
+                                 sel[f"gamma_star_{obs}_high"].values * scale)
+                ax.errorbar(x, star, yerr=err, fmt="-o", ms=3.5, capsize=2, color=colour(rho),
+                            label=rf"$\rho$ = {format_value(rho)}")
+                simplex = sel[f"gamma_star_{obs}_simplex"].broadcast_like(sel[f"gamma_star_{obs}"]).values * scale
+                ax.plot(x, simplex, "--", lw=0.8, color=colour(rho))
+            ax.axhline(1.0, color="k", lw=1, ls=":")
+            ax.set(xscale="log", title=f"{obs}, {other} = {int(value)}")
+            ax.set_ylabel(SCALED[obs])
+        axes[-1, col].set_xlabel(across)
+    axes[0, 0].legend(fontsize=7)
     return fig
+
+
+def rho_colours(rhos: np.ndarray):
+    """rho -> a colour of ``plasma`` over the rho values drawn."""
+    norm = Normalize(float(rhos.min()), float(rhos.max())) if rhos.size else Normalize(0, 1)
+    cmap = matplotlib.colormaps["plasma"]
+    return lambda rho: cmap(0.85 * norm(rho))

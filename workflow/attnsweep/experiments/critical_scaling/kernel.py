@@ -319,13 +319,15 @@ def observe(
     quantile_tokens: Tensor,
     budget_bytes: int,
     dim: int | None = None,
+    eta: bool = True,
 ) -> LayerObservables:
     """All observables of paper 000 for one token matrix ``x`` (n, d).
 
     ``dim``: the ambient dimension when ``x`` holds span coordinates (exact eta only).
 
     ``probes`` None means eta exactly (``jacobian_frobenius``); otherwise its Hutchinson
-    estimate over these probes, one value per probe.
+    estimate over these probes, one value per probe. ``eta`` False: no eta at all (NaN), the
+    layer alone.
     ``lambda_pairs`` None means the exact mean over all pairs; otherwise the sampled pairs.
     Cosine quantiles are taken over all pairs among ``quantile_tokens``.
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
@@ -336,7 +338,10 @@ def observe(
         raise ValueError("Hutchinson probes live in R^d: pass x in its ambient coordinates")
     levels = torch.tensor(QUANTILES, dtype=x.dtype, device=x.device)
     y = normalize(x)
-    if probes is None:
+    if not eta:
+        att, n_eff = attention_layer(x, beta, budget_bytes)
+        sq = dot = torch.full((beta.numel(), 1, 1), torch.nan, dtype=x.dtype, device=x.device)
+    elif probes is None:
         att, n_eff, sq, dot = jacobian_frobenius(x, beta, budget_bytes, d)  # (B, n, d'), (B,) x 3
         sq, dot = sq[:, None, None], dot[:, None, None]
     else:

@@ -26,7 +26,7 @@ def memory_bytes(job: JobSpec) -> int:
     for n, d in itertools.product(grid["n"], grid["d"]):
         n, d = int(n), int(d)
         hutchinson = opts["eta_method"] == "hutchinson"
-        d_work = d if hutchinson else min(d, n + 1)
+        d_work = d if hutchinson else min(d, n + 1)  # exact and none work in the tokens' span
         need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
         if hutchinson:
             need += opts["probes"] * n * d * (1 + size)
@@ -42,13 +42,17 @@ def seconds(job: JobSpec) -> float:
     """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
     Gram matrices in the span of the tokens (exact: products of 8 n^2 d' flops a gamma,
     d' = min(d, n + 1), and n^2 min(n, d'^2) element-wise for the covariance term) or by 2
-    probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma)."""
+    probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma); without eta
+    (none), the layer and lambda: 4 n^2 d' a gamma and n^2 exponentials."""
     opts, grid = job.options, job.grid
     batch = len(grid["gamma"]) * len(grid["alpha"])
     total = cost.JOB_S
     for n, d in itertools.product(map(int, grid["n"]), map(int, grid["d"])):
         if opts["eta_method"] == "hutchinson":
             products, pairs = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"])), 0
+        elif opts["eta_method"] == "none":
+            span = min(d, n + 1)
+            products, pairs = 2 * n * n * span * (1 + 2 * batch), n * n * batch
         else:
             span = min(d, n + 1)
             products, pairs = 2 * n * n * span * (3 + 4 * batch), n * n * batch * min(n, span * span)

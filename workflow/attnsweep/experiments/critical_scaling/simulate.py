@@ -30,6 +30,7 @@ NOISE = {
 ETA_METHOD = {
     "exact": "exact ||J||_F^2 from Gram matrices (kernel.jacobian_frobenius)",
     "hutchinson": "Hutchinson mean over Rademacher probes through a forward-mode JVP (Fig. 2 caption)",
+    "none": "not computed (eta_method none: lambda only)",
 }
 DIMS = ("n", "d", "seed", "rho", "gamma", "alpha")
 
@@ -69,6 +70,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     shape = (len(ns), len(ds), len(seeds), len(rhos), len(gammas), len(alphas))
     nan = np.nan
     hutchinson = opts["eta_method"] == "hutchinson"
+    with_eta = opts["eta_method"] != "none"
     lam = np.full(shape, nan)
     eta = np.full(shape, nan)
     eta_probe = np.full((*shape, opts["probes"] if hutchinson else 0), nan)
@@ -85,14 +87,14 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     ):
         if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
             z0, z = draw_tokens(n, d, seed, opts["noise"])
-            if not hutchinson and d > n + 1:  # exact path: the tokens' span suffices
+            if not hutchinson and d > n + 1:  # no probes in R^d: the tokens' span suffices
                 z0, z = kernel.span_coordinates(z0, z)
             z0, z = z0.to(device, dtype), z.to(device, dtype)
             probes = draw_probes(n, d, seed, opts["probes"]).to(device) if hutchinson else None  # int8
             lambda_pairs, quantile_tokens = samples(n, seed, opts, device)
             beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
         x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
-        obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d)
+        obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d, eta=with_eta)
         lam[a, b, s, r] = obs.lam.double().cpu().numpy()
         eta[a, b, s, r] = obs.eta.double().cpu().numpy()
         if hutchinson:

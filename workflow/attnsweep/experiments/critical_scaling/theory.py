@@ -35,9 +35,11 @@ Rigollet (the copy used is the anonymous review version; its Eq. 90 is corrected
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.optimize import brentq
 
 from attnsweep.arrays import FloatArray, as_float, require
 
@@ -332,6 +334,48 @@ def lambda_critical(rho: ArrayLike, alpha: ArrayLike = 0.0, q: ArrayLike = 1.0) 
     t = alpha * np.sqrt(q)
     lam_c = (t * t + t + 0.25) / (t * t + t * (1.0 + rho) + (1.0 + 3.0 * rho) / 4.0)
     return _scalar_if_0d(lam_c)
+
+
+def simplex_gamma_star(
+    n: ArrayLike, rho: ArrayLike, d: ArrayLike | None = None, level: float = 0.25, alpha: ArrayLike = 0.0
+) -> FloatArray:
+    """The boundary ``gamma*`` of the finite-n simplex, defined as the measured one is.
+
+    ``d`` None: the first ``gamma`` at which ``simplex_lambda`` reaches ``lambda_critical(rho,
+    alpha)`` (Eq. 6-7); NaN where that level is the supercritical 1 (``rho = 0``,
+    ``alpha = 0``). ``d`` given: where ``simplex_eta / (1 - 1/d)`` (its supercritical plateau,
+    Theorem 2.3 with ``q = 1``) first reaches ``level`` (the boundary step's 1/4; ``alpha = 0``).
+    The first sign change on 400 values of ``gamma`` in ``[0, 8/(1 - rho)]`` brackets it, and
+    ``scipy.optimize.brentq`` solves it to ``1e-12`` relative.
+
+    Examples
+    --------
+    >>> round(float(simplex_gamma_star(10**4, 0.5)), 3)  # gamma_c = 2; the crossing sits on it
+    2.0
+    """
+    def first_root(f: Callable[[FloatArray], FloatArray], top: float) -> float:
+        grid = np.linspace(0.0, top, 400)
+        sign = np.sign(f(grid))
+        change = np.flatnonzero(sign[:-1] * sign[1:] <= 0)
+        if change.size == 0:
+            return np.nan
+        lo = int(change[0])
+        return brentq(lambda g: float(f(np.asarray(g))), grid[lo], grid[lo + 1], rtol=1e-12)
+
+    def one(n: float, rho: float, d: float, alpha: float) -> float:
+        top = 8.0 / (1.0 - rho)
+        if np.isnan(d):
+            target = float(lambda_critical(rho, alpha))
+            if target >= 1.0 - 1e-12:
+                return np.nan
+            return first_root(lambda g: simplex_lambda(n, rho, g, alpha) - target, top)
+        return first_root(lambda g: simplex_eta(n, d, rho, g) / (1.0 - 1.0 / d) - level, top)
+
+    d = np.nan if d is None else d
+    n, rho, d, alpha = np.broadcast_arrays(*map(as_float, (n, rho, d, alpha)))
+    _check_rho(rho)
+    out = np.array([one(*args) for args in zip(n.ravel(), rho.ravel(), d.ravel(), alpha.ravel())])
+    return _scalar_if_0d(out.reshape(n.shape))
 
 
 def lambda_limit(
