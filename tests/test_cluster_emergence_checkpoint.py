@@ -28,6 +28,8 @@ from attnsweep.experiments.cluster_emergence import checkpoint, good_triples
 from attnsweep.registry import get
 
 NAME = "cluster_emergence"
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "config" / "sweeps" / "cluster_emergence_albert.yaml"
 EPS = np.finfo(np.float64).eps
 #: LAPACK's eigenvalues of an exact M = S Lambda S^-1 (d_h = 4) are those of M + E with |E| <= c d_h^2
 #: eps |M| (backward stable); each moves by at most cond(S) |E| (Bauer-Fike). Both norms are computed
@@ -287,3 +289,24 @@ def test_checkpoint_sha256_is_in_the_job_identity(tmp_path: Path) -> None:
                 "checkpoint_sha256"} & set(plain.options)
     with pytest.raises(checkpoint.CheckpointError, match=r"config\.json, model\.safetensors changed since"):
         get(NAME).simulate(first[1], torch.device("cpu"), torch.float64, progress=False)
+
+
+# ------------------------------------------------------------------ the shipped config
+
+
+def test_shipped_config_is_refused_naming_the_checkpoint_until_it_is_set(tmp_path: Path) -> None:
+    """config/sweeps/cluster_emergence_albert.yaml as shipped names a directory the user fills:
+    where it is absent, one line names experiments.cluster_emergence.checkpoint; pointed at a
+    checkpoint of its sizes (heads of d_h = 128, head 5 among them) it validates, with the Fig. 10
+    figure among its figures."""
+    done = processes.run([sys.executable, "-m", "attnsweep.cli", "validate", str(SHIPPED)], capture_output=True,
+                         text=True, cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"attnsweep: config error: experiments.{NAME}.checkpoint: checkpoints/"), lines[0]
+    config = yaml.safe_load(SHIPPED.read_text())
+    run = config["experiments"][NAME]
+    run["checkpoint"] = str(ac.write_random(tmp_path / "ckpt", heads=run["head"], size=run["d"][0]))
+    sweep = load_sweep(config).plans[NAME]
+    assert len(sweep.jobs()) == 1
+    assert "value_spectra" in [fig.name for fig in sweep.experiment.figures(sweep.grid, sweep.options)]
