@@ -49,6 +49,34 @@ for _head in EXPECTED.values():
     _head["score"] = _head["score_head"] / 8  # |E_h u_1|^2 = 8 |u_1|^2
 
 
+def value_matrix(h: int) -> np.ndarray:
+    """M_h = S Lambda_h S^-1 (exact: S^-1 has integer entries)."""
+    return S @ spectrum_block(SPECTRA[h]) @ np.round(np.linalg.inv(S))
+
+
+def spectrum_block(spectrum: list) -> np.ndarray:
+    blocks = [np.array([[s[0], s[1]], [-s[1], s[0]]]) if isinstance(s, list) else np.array([[s]]) for s in spectrum]
+    out = np.zeros((SIZE, SIZE))
+    at = 0
+    for block in blocks:
+        out[at:at + len(block), at:at + len(block)] = block
+        at += len(block)
+    return out
+
+
+#: Tolerances from float64 roundoff alone (the float32 checkpoint holds every entry exactly, and
+#: V_h = M_h bit for bit). LAPACK's eigenvalues of M_h are those of M_h + E with |E| <= BACKWARD
+#: (backward stable: c d_h^2 eps |M_h|, c = 4 a margin over the QR algorithm's constants at d_h = 4);
+#: each moves by at most cond(S) |E| (Bauer-Fike): EIGEN_TOL (7e-13). The eigenvector u_1 moves by at
+#: most cond(S) |E| / (smallest gap between eigenvalues, 1/4), so u_1^T A_h u_1 / |u_1|^2 by at most
+#: twice |A_h| (<= 2) that: FORM_TOL (1e-11), the same for phi^T B_h phi, eight times smaller.
+BACKWARD = 4 * SIZE ** 2 * np.finfo(np.float64).eps * max(np.linalg.norm(value_matrix(h), 2) for h in SPECTRA)
+EIGEN_TOL = np.linalg.cond(S) * BACKWARD
+GAP = min(abs(a - b) for h in EXPECTED for i, a in enumerate(EXPECTED[h]["eigenvalues"])
+          for b in EXPECTED[h]["eigenvalues"][i + 1:])
+FORM_TOL = 2 * max(max(map(abs, r)) / 2 for r in KEY_DIAGONALS.values()) * EIGEN_TOL / GAP
+
+
 def hadamard(order: int) -> np.ndarray:
     h = np.ones((1, 1))
     while len(h) < order:
@@ -62,21 +90,6 @@ def output_columns(h: int) -> np.ndarray:
     rows = np.sort((np.arange(8) * 2 + h) % HIDDEN)
     e[rows] = hadamard(8)[:, (np.arange(SIZE) + h - 1) % 8]
     return e
-
-
-def spectrum_block(spectrum: list) -> np.ndarray:
-    blocks = [np.array([[s[0], s[1]], [-s[1], s[0]]]) if isinstance(s, list) else np.array([[s]]) for s in spectrum]
-    out = np.zeros((SIZE, SIZE))
-    at = 0
-    for block in blocks:
-        out[at:at + len(block), at:at + len(block)] = block
-        at += len(block)
-    return out
-
-
-def value_matrix(h: int) -> np.ndarray:
-    """M_h = S Lambda_h S^-1 (exact: S^-1 has integer entries)."""
-    return S @ spectrum_block(SPECTRA[h]) @ np.round(np.linalg.inv(S))
 
 
 def projections() -> dict[str, np.ndarray]:

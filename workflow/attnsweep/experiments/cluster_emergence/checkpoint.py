@@ -34,8 +34,6 @@ WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # the first present is rea
 PREFIXES = ("albert.", "")  # AlbertFor* models, and an AlbertModel saved alone
 LAYER = "encoder.albert_layer_groups.0.albert_layers.0.attention.{}.weight"
 PROJECTIONS = ("query", "key", "value", "dense")
-#: checkpoint_layer: the one layer every depth shares, or group 0 layer 0 of a model with several
-LAYERS = ("shared", "group0_layer0")
 
 
 class CheckpointError(ValueError):
