@@ -99,7 +99,8 @@ def test_store_holds_every_head_and_the_dynamics_run_on_the_chosen_one(tmp_path:
     np.testing.assert_allclose(run["eigenvalue_real"].isel(mode=0).values, 2.0, rtol=0, atol=ac.EIGEN_TOL)
     np.testing.assert_allclose(run["phi1_score"].values, ac.EXPECTED[1]["score_head"], rtol=0,
                                atol=ac.FORM_TOL)
-    assert (run.attrs["head"], run.attrs["checkpoint"], run.attrs["value_case"]) == (1, str(directory), "checkpoint")
+    assert (run.attrs["checkpoint_head"], run.attrs["checkpoint"], run.attrs["value_case"]) == (1, str(directory),
+                                                                                             "checkpoint")
 
 
 @pytest.mark.parametrize("head", [1, 2, 3, 4])

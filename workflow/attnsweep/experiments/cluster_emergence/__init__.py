@@ -111,8 +111,8 @@ class ClusterEmergence(Experiment):
 
     @staticmethod
     def check_checkpoint(options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
-        """value or query_key checkpoint: the checkpoint read whole (``checkpoint.read``), the
-        head among its heads, d its head size; the checkpoint options are refused otherwise."""
+        """value or query_key checkpoint: the checkpoint's attention weights read (``checkpoint.read``),
+        the head among its heads, d its head size; the checkpoint options are refused otherwise."""
         if not _reads_checkpoint(options):
             for key in ("checkpoint", "head"):
                 if options[key] is not None:

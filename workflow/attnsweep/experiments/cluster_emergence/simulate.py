@@ -253,7 +253,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
               "sign": {"long_name": "tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0"}}
     if "checkpoint_sha256" in opts:
         result = result.merge(head_spectra(opts, shape))
-        result.attrs.update(checkpoint=opts["checkpoint"], head=opts["head"],
+        result.attrs.update(checkpoint=opts["checkpoint"], checkpoint_head=opts["head"],
                             checkpoint_layer=opts["checkpoint_layer"])
         labels.update(HEAD_COORDS)
     label(result, axes, labels)
