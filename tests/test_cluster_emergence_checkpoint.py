@@ -136,6 +136,19 @@ def test_shared_layer_or_group0_layer0(tmp_path: Path) -> None:
     assert spec.options["checkpoint_layer"] == "group0_layer0"
 
 
+def test_planning_a_checkpoint_run_imports_neither_torch_nor_scipy(tmp_path: Path) -> None:
+    """The planner reads a model.safetensors with numpy and safetensors alone (torch and scipy are
+    the jobs' and the reduction's): a fresh process plans a run and lists what it imported."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"dtype": "float64", "experiments": {NAME: section(ac.write(tmp_path / "ckpt"))}}))
+    code = ("import sys, json; from attnsweep.config import load_sweep, load_yaml; "
+            f"load_sweep(load_yaml({str(path)!r})).plans[{NAME!r}].jobs(); "
+            "print(json.dumps([m for m in ('torch', 'scipy', 'safetensors') if m in sys.modules]))")
+    done = processes.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["safetensors"]
+
+
 # ------------------------------------------------------------------ refusals before any job
 
 

@@ -12,10 +12,12 @@ the matrices are those of :mod:`checkpoint`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from attnsweep.experiments.cluster_emergence.checkpoint import Heads
-from attnsweep.experiments.cluster_emergence.theory import RTOL, dominant_multiplicity
+if TYPE_CHECKING:  # the planner imports this module for VARIABLES alone
+    from attnsweep.experiments.cluster_emergence.checkpoint import Heads
 
 #: Fig. 10's caption: <Q_h phi_1, K_h phi_1> of ALBERT-xlarge-v2's heads h = 5 and 14 (numbered from 1).
 PAPER_SCORES = {5: 1.3060, 14: 0.6719}
@@ -39,21 +41,23 @@ VARIABLES: dict[str, dict[str, str]] = {
 }
 
 
-def by_modulus(values: np.ndarray) -> np.ndarray:
-    """The order of eigenvalues by decreasing modulus; moduli equal to :data:`RTOL` of the
-    largest by decreasing real part, a conjugate pair +Im first."""
+def by_modulus(values: np.ndarray, rtol: float) -> np.ndarray:
+    """The order of eigenvalues by decreasing modulus; moduli equal to ``rtol`` of the largest by
+    decreasing real part, a conjugate pair +Im first."""
     modulus = np.abs(values)
-    tied = np.round(modulus / max(modulus.max(), np.finfo(float).tiny), int(-np.log10(RTOL)))
+    tied = np.round(modulus / max(modulus.max(), np.finfo(float).tiny), int(-np.log10(rtol)))
     return np.lexsort((-values.imag, -values.real, -tied))
 
 
 def head_table(heads: Heads) -> dict[str, np.ndarray]:
     """Per head h = 1..H (axis 0): the eigenvalues of V_h (H, d_h) and the quantities of
     Definition 4.1 (H,), keyed as :data:`VARIABLES`."""
+    from attnsweep.experiments.cluster_emergence.theory import RTOL, dominant_multiplicity  # scipy: jobs only
+
     rows: dict[str, list] = {name: [] for name in VARIABLES}
     for h in range(1, heads.count + 1):
         values, vectors = np.linalg.eig(heads.value_matrix(h))
-        order = by_modulus(values)
+        order = by_modulus(values, RTOL)
         values, lead = values[order], vectors[:, order[0]]
         score = score_head = np.nan
         if values[0].imag == 0:  # LAPACK returns exact zeros for the real eigenvalues of a real matrix
