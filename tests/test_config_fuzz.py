@@ -8,6 +8,9 @@ command, which also plans the figures as the workflow does). It must exit 0, or 
 exactly one stderr line ``attnsweep: config error: KEY: message`` whose KEY is a dotted path
 starting at a key of the config or the schema; any other exception, a second line, or a case
 over ``SECONDS`` fails the test with the base, the seed and the mutated YAML to reproduce it.
+A base that names a checkpoint (``config/sweeps/cluster_emergence_albert.yaml``, whose directory
+the user fills) is pointed at one the test writes, of the sizes it asks for, so that the mutations
+reach the checks behind the checkpoint's (its refusal alone: ``test_cluster_emergence_checkpoint``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import albert_checkpoint
 import pytest
 import yaml
 
@@ -28,6 +32,7 @@ from attnsweep.config import schema
 
 REPO = Path(__file__).resolve().parents[1]
 BASES = [REPO / "config" / "config.yaml", *sorted((REPO / "config" / "sweeps").glob("*.yaml"))]
+ALBERT = REPO / "config" / "sweeps" / "cluster_emergence_albert.yaml"
 TOP_KEYS = set(schema()["properties"])
 SECONDS = 5.0  # per case; validation of a refused config takes milliseconds
 LINE = re.compile(r"^attnsweep: config error: ([^\s:]+): \S")
@@ -91,9 +96,20 @@ def mutate(config: dict, rng: random.Random) -> str:
     return f"{kind} at {'.'.join(map(str, path))}"
 
 
-def check_case(base: Path, seed: int, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint of the sizes ALBERT asks for: heads of d_h = its d, its head among them."""
+    section = yaml.safe_load(ALBERT.read_text())["experiments"]["cluster_emergence"]
+    directory = tmp_path_factory.mktemp("albert") / "checkpoint"
+    return albert_checkpoint.write_random(directory, heads=section["head"], size=section["d"][0])
+
+
+def check_case(base: Path, seed: int, tmp_path: Path, capsys: pytest.CaptureFixture, checkpoint: Path) -> None:
     rng = random.Random(f"{base.name}:{seed}")
     config = copy.deepcopy(yaml.safe_load(base.read_text()))
+    for section in config["experiments"].values():
+        if "checkpoint" in section:
+            section["checkpoint"] = str(checkpoint)
     done = [mutate(config, rng) for _ in range(rng.randint(1, 3))]
     path = tmp_path / "case.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -116,15 +132,15 @@ def check_case(base: Path, seed: int, tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize("base", BASES, ids=lambda p: p.stem)
-def test_mutated_configs_fast(base: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_mutated_configs_fast(base: Path, tmp_path: Path, capsys: pytest.CaptureFixture, checkpoint: Path) -> None:
     """20 mutations of each base config (fast tier)."""
     for seed in range(20):
-        check_case(base, seed, tmp_path, capsys)
+        check_case(base, seed, tmp_path, capsys, checkpoint)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("base", BASES, ids=lambda p: p.stem)
-def test_mutated_configs_many(base: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_mutated_configs_many(base: Path, tmp_path: Path, capsys: pytest.CaptureFixture, checkpoint: Path) -> None:
     """150 more mutations of each base config: thousands in all."""
     for seed in range(20, 170):
-        check_case(base, seed, tmp_path, capsys)
+        check_case(base, seed, tmp_path, capsys, checkpoint)

@@ -32,6 +32,7 @@ import pandas as pd
 import pytest
 from conftest import tiny
 from figcheck import check_figure, data_axes
+from output_contract import output_contract, store_problems
 from workflow_runs import assert_same_store, crossing, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
 from attnsweep import registry
@@ -240,33 +241,6 @@ def test_grow_then_kill_9_then_resume(reference: tuple[str, Path], tmp_path: Pat
     assert (work / csv).read_bytes() == (fresh / csv).read_bytes()
 
 
-def output_contract() -> dict[str, dict[str, dict]]:
-    """workflow/OUTPUTS.md as {experiment: {store: {variable: (dims, units, long_name, required)}},
-    with ``boundary.csv`` -> its list of columns."""
-    text = (Path(__file__).resolve().parents[1] / "workflow" / "OUTPUTS.md").read_text()
-    contract: dict[str, dict[str, dict]] = {}
-    experiment = store = None
-    for line in text.splitlines():
-        if line.startswith("## "):
-            experiment = line[3:].strip()
-            contract[experiment] = {}
-        elif line.startswith("### ") and experiment:
-            store = line[4:].strip().strip("`")
-            contract[experiment][store] = {}
-        elif experiment and store == "boundary.csv" and line.startswith("Columns: "):
-            contract[experiment][store] = re.findall(r"`([^`]+)`", line)
-        elif experiment and store and line.startswith("| `"):
-            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            name = re.match(r"`([^`]+)`", cells[0]).group(1)
-            required = "(with" not in cells[0]
-            contract[experiment][store][name] = (tuple(cells[1].split(", ")), cells[2], cells[3], required)
-    return contract
-
-
-COMMON_ATTRS = {"experiment", "paper", "dtype", "step", "attnsweep_version", "git_commit", "torch_version",
-                "numpy_version", "xarray_version", "python_version", "hostname"}
-
-
 @pytest.mark.parametrize("experiment", registry.names())
 def test_stores_keep_the_output_contract(experiment: str, tiny_run: Callable[[str], Path]) -> None:
     """Every aggregate store of the tiny run against workflow/OUTPUTS.md: the same variables (those
@@ -275,15 +249,7 @@ def test_stores_keep_the_output_contract(experiment: str, tiny_run: Callable[[st
     out = tiny_run(experiment) / "results" / experiment
     problems = []
     for store in AGGREGATES:
-        ds = open_store(out / store)
-        documented = contract[store]
-        problems += [f"{store}: {v} is not documented" for v in ds.data_vars if v not in documented]
-        problems += [f"{store}: {v} is missing" for v, spec in documented.items() if spec[3] and v not in ds]
-        for v in set(ds.data_vars) & set(documented):
-            have = (ds[v].dims, ds[v].attrs.get("units"), ds[v].attrs.get("long_name"))
-            if have != documented[v][:3]:
-                problems.append(f"{store}: {v} is {have}, documented {documented[v][:3]}")
-        problems += [f"{store}: no attr {a}" for a in sorted(COMMON_ATTRS - set(ds.attrs))]
+        problems += store_problems(store, open_store(out / store), contract[store])
     columns = list(pd.read_csv(out / "boundary.csv").columns)
     if columns != contract["boundary.csv"]:
         problems.append(f"boundary.csv columns {columns}, documented {contract['boundary.csv']}")

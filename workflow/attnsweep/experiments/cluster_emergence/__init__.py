@@ -24,7 +24,8 @@ import xarray as xr
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
-from attnsweep.experiments.cluster_emergence import resources
+from attnsweep.experiments.cluster_emergence import checkpoint, resources
+from attnsweep.experiments.cluster_emergence.good_triples import VARIABLES as HEAD_VARIABLES
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -37,7 +38,8 @@ THEORY = ("limit_fraction", "vertex_fraction", "hull_excess", "hypotheses", "ran
           "orthant_fraction", "contraction")
 FIRST_SEED = ("coordinate_mean", "coordinate_var", "eigenvalue_real", "eigenvalue_imag", "eigenvector",
               "dual_functional", "multiplicity", "phi1_score", "qk_definite", "snapshot", "coordinate_snapshot",
-              "attention_snapshot", "query_snapshot", "key_snapshot")
+              "attention_snapshot", "query_snapshot", "key_snapshot", *HEAD_VARIABLES)
+CHECKPOINT_OPTIONS = ("checkpoint", "head", "checkpoint_layer")
 
 
 @register
@@ -104,10 +106,46 @@ class ClusterEmergence(Experiment):
         if options["equation"] == "discrete" and options["integrator"] != "euler":
             raise ConfigError(f"{prefix}.integrator", "equation: discrete (Remark 3.4) is the Euler map: "
                               "integrator: euler")
+        self.check_checkpoint(options, grid, prefix)
         check_times(options, grid, prefix)
 
+    @staticmethod
+    def check_checkpoint(options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        """value or query_key checkpoint: the checkpoint's attention weights read (``checkpoint.read``),
+        the head among its heads, d its head size; the checkpoint options are refused otherwise."""
+        if not _reads_checkpoint(options):
+            for key in ("checkpoint", "head"):
+                if options[key] is not None:
+                    raise ConfigError(f"{prefix}.{key}", f"{key} is only used with value: checkpoint or "
+                                      "query_key: checkpoint")
+            if options["checkpoint_layer"] != "shared":
+                raise ConfigError(f"{prefix}.checkpoint_layer", "checkpoint_layer is only used with value: "
+                                  "checkpoint or query_key: checkpoint")
+            return
+        case = "value" if options["value"] == "checkpoint" else "query_key"
+        if options["checkpoint"] is None:
+            raise ConfigError(f"{prefix}.checkpoint", f"{case}: checkpoint needs checkpoint, the directory of a "
+                              "Hugging Face ALBERT checkpoint")
+        if options["head"] is None:
+            raise ConfigError(f"{prefix}.head", f"{case}: checkpoint needs head, the head whose matrices drive the "
+                              "dynamics (numbered from 1)")
+        try:
+            heads = checkpoint.read(options["checkpoint"], options["checkpoint_layer"])
+        except checkpoint.CheckpointError as error:
+            raise ConfigError(f"{prefix}.checkpoint", str(error)) from None
+        source = f"{options['checkpoint']}/{checkpoint.CONFIG}"
+        if options["head"] > heads.count:
+            raise ConfigError(f"{prefix}.head", f"head {options['head']} is not in 1..{heads.count} "
+                              f"(num_attention_heads of {source}; heads are numbered from 1, as in the paper)")
+        if grid["d"] != [heads.size]:
+            raise ConfigError(f"{prefix}.d", f"a head of {source} acts on R^{heads.size} (hidden_size / "
+                              f"num_attention_heads): d must be [{heads.size}]")
+
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
-        """v, spectrum, q and k count only for the cases that use them."""
+        """v, spectrum, q and k count only for the cases that use them; the checkpoint options
+        only where value or query_key reads the checkpoint (absent otherwise: the stores made
+        before they existed keep their identity), the checkpoint by its files' SHA-256 as well
+        as its path."""
         opts = dict(options)
         if opts["value"] != "fixed":
             opts["v"] = None
@@ -115,6 +153,11 @@ class ClusterEmergence(Experiment):
             opts["spectrum"] = None
         if opts["query_key"] != "fixed":
             opts.update(q=None, k=None)
+        if not _reads_checkpoint(opts):
+            for key in CHECKPOINT_OPTIONS:
+                opts.pop(key, None)
+        elif opts["checkpoint"] is not None:
+            opts["checkpoint_sha256"] = checkpoint.fingerprint(opts["checkpoint"])
         return opts
 
 
@@ -272,7 +315,14 @@ class ClusterEmergence(Experiment):
             specs += [FigureSpec("attention", figures.caption_attention(grid, options)),
                       FigureSpec("leaders", figures.caption_leaders(grid, options)),
                       FigureSpec("snapshots", figures.caption_snapshots(grid, options))]
+        if _reads_checkpoint(options):
+            specs.append(FigureSpec("value_spectra", figures.caption_value_spectra(grid, options)))
         return specs
+
+
+def _reads_checkpoint(options: dict[str, Any]) -> bool:
+    """Whether V or (Q, K) comes from the checkpoint (and every head's spectrum is stored)."""
+    return "checkpoint" in (options["value"], options["query_key"])
 
 
 

@@ -1,6 +1,6 @@
-"""Figures 3-8, 11, 12, 18 and 7b/15 of paper 004 (rank of P(t), P(t) itself, queries and keys
-joined by P, token snapshots, eigen-coordinates) and the boundary view, drawn from the reduced
-datasets."""
+"""Figures 3-8, 10, 11, 12, 18 and 7b/15 of paper 004 (rank of P(t), P(t) itself, queries and keys
+joined by P, token snapshots, a checkpoint's value spectra, eigen-coordinates) and the boundary view,
+drawn from the reduced datasets."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import numpy as np
 import xarray as xr
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.patches import Circle
 
 from attnsweep.crossing import error_bars
 from attnsweep.experiments.cluster_emergence import theory
 from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
+from attnsweep.experiments.cluster_emergence.good_triples import PAPER_SCORES
 from attnsweep.grid import format_value, format_values
 
 EQUATIONS = {"rescaled": "z = e^{-tV} x of Eq. 3.1", "original": "x of Eq. 1.1",
@@ -27,9 +29,12 @@ def _setting(options: dict[str, Any]) -> str:
     if options["equation"] == "nonlinear":
         w = "random W, U[-1, 1] entries" if options["weight"] == "uniform" else "W = I"
         network = f" with sigma = {options['activation']}, {w}"
-    return (f"{VALUES[options['value']]}; {QUERY_KEYS[options['query_key']]}; {EQUATIONS[options['equation']]}"
-            f"{network} integrated by {options['integrator']} with h = {format_value(options['dt'])}; tokens i.i.d. "
-            "U[-a, a]^d")
+    trained = ""
+    if "checkpoint" in (options["value"], options["query_key"]):
+        trained = f" (h = {options['head']} of {options['checkpoint']})"
+    return (f"{VALUES[options['value']]}; {QUERY_KEYS[options['query_key']]}{trained}; "
+            f"{EQUATIONS[options['equation']]}{network} integrated by {options['integrator']} with "
+            f"h = {format_value(options['dt'])}; tokens i.i.d. U[-a, a]^d")
 
 
 def _first(grid: dict[str, list[float]], axis: str) -> str:
@@ -112,6 +117,21 @@ def caption_snapshots(grid: dict[str, list[float]], options: dict[str, Any]) -> 
         "Grey crosses (V = lambda I): vertices of the hull at the first time (Theorem 3.1). Black (d = 2, "
         "good-triple spectrum): the arrow phi_1 and the dashed lines phi_1^*(x) in {min_i, 0, max_i} phi_1^*(z_i) "
         f"(Theorem 4.2). {_setting(options)}."
+    )
+
+
+def caption_value_spectra(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
+    paper = ", ".join(f"{score:.4f} for head {h}" for h, score in PAPER_SCORES.items())
+    return (
+        f"Figure 10 of paper 004: the eigenvalues of every head's value matrix V_h = W_V[s_h, :] W_O[:, s_h] "
+        f"(d_h x d_h) of the checkpoint {options['checkpoint']} in the complex plane, one panel per head h "
+        "(numbered from 1, as the paper does); the star is lambda_1, the eigenvalue of largest modulus, the dotted "
+        "circle has radius |lambda_2|. Titles give lambda_1, |lambda_2|/|lambda_1| and <Q_h phi_1, K_h phi_1> "
+        "with phi_1 the leading eigenvector of norm 1 in model space (in the head's own coordinates in brackets). "
+        "Green: a good triple (Definition 4.1: lambda_1 real, positive, simple, above |lambda_2|, and "
+        "<Q_h phi_1, K_h phi_1> > 0); red: not. Heads 5 and 14, where the checkpoint has them, are framed, with "
+        f"the paper's numbers for ALBERT-xlarge-v2 ({paper}) beside the measured ones. Biases and layer norms are "
+        "left out (docs/papers/004.md §7)."
     )
 
 
@@ -315,4 +335,43 @@ def snapshots(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
                     _hyperplanes(ax, view, t)
             ax.set_title(f"d = {int(d)}, t = {format_value(t)}", fontsize=9)
             ax.tick_params(labelsize=6)
+    return fig
+
+
+def value_spectra(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
+    """Fig. 10: the spectrum of every head's V_h in the complex plane, a panel per head."""
+    view = _snapshot_at(summary, summary["d"].values[0])
+    heads = view["head"].values
+    cols = int(np.ceil(np.sqrt(len(heads))))
+    rows = int(np.ceil(len(heads) / cols))
+    fig = Figure(figsize=(2.9 * cols, 2.9 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax in axes.flat[len(heads):]:
+        ax.remove()
+    for ax, h in zip(axes.flat, heads):
+        at = view.sel(head=h)
+        real, imag = at["head_eigenvalue_real"].values, at["head_eigenvalue_imag"].values
+        good = bool(at["head_good_triple"])
+        color = "#1b7837" if good else "#b2182b"
+        ax.axhline(0, color="0.8", lw=0.6)
+        ax.axvline(0, color="0.8", lw=0.6)
+        ax.scatter(real[1:], imag[1:], s=8, color="0.3", lw=0)
+        ax.scatter(real[:1], imag[:1], marker="*", s=90, color=color, zorder=3)
+        if len(real) > 1:
+            ax.add_patch(Circle((0, 0), float(np.hypot(real[1], imag[1])), fill=False, ls=":", color="0.5"))
+        ax.set_aspect("equal", adjustable="datalim")
+        score, score_head = float(at["head_phi1_score"]), float(at["head_phi1_score_head"])
+        form = r"$\langle Q\varphi_1, K\varphi_1\rangle$ = "
+        lines = [f"head {int(h)}: " + ("good triple" if good else "not a good triple"),
+                 rf"$\lambda_1$ = {real[0]:.4g}" + (f"{imag[0]:+.3g}i" if imag[0] else "")
+                 + rf", $|\lambda_2|/|\lambda_1|$ = {float(at['head_gap']):.3f}",
+                 form + (f"{score:.4f} ({score_head:.4g})" if np.isfinite(score) else r"none: $\lambda_1$ complex")]
+        if int(h) in PAPER_SCORES:
+            lines[-1] += f", paper {PAPER_SCORES[int(h)]:.4f}"
+            for spine in ax.spines.values():
+                spine.set(linewidth=2.5, color="#e08214")
+        ax.set_title("\n".join(lines), fontsize=7, color=color)
+        ax.set_xlabel(r"Re $\lambda$", fontsize=7)
+        ax.set_ylabel(r"Im $\lambda$", fontsize=7)
+        ax.tick_params(labelsize=6)
     return fig

@@ -7,6 +7,7 @@ from __future__ import annotations
 from attnsweep import cost
 from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import output_steps
+from attnsweep.experiments.cluster_emergence import checkpoint
 from attnsweep.jobspec import JobSpec
 
 
@@ -20,20 +21,24 @@ def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
 def memory_bytes(job: JobSpec) -> int:
     """One chunk of systems (``block_mib``, at least one system), the recorded arrays (float64,
     three times: records, result, and the result encoded for the one-file store), 300 MiB of
-    runtime."""
+    runtime; with a checkpoint, its reading and every head's spectrum per system."""
     opts, grid = job.options, job.grid
     size = job.itemsize
     systems = len(job.seeds) * len(grid["scale"])
     times = len(output_steps(opts["dt"], opts["t_max"], opts["outputs"], opts["spacing"]))
     snaps = len(opts["snapshot_times"])
-    worst, stored = 0, 0
+    worst, stored, reading, spectra = 0, 0, 0, 0
+    if opts.get("checkpoint"):  # the checkpoint read, and per system every head's eigenvalues and Def. 4.1
+        config = checkpoint.read_config(opts["checkpoint"])
+        reading = checkpoint.job_bytes(opts["checkpoint"])
+        spectra = 2 * config["hidden_size"] + 6 * config["num_attention_heads"]
     for n in map(int, grid["n"]):
         for d in map(int, grid["d"]):
             one = system_bytes(n, d, size, opts["integrator"])
             per_system = times * (4 + 6 * opts["modes"]) + snaps * n * (9 + opts["modes"] + n) + 8 * opts["modes"]
             worst = max(worst, max(one, job.block_mib << 20))
-            stored += systems * per_system * 8
-    return worst + 3 * stored + (300 << 20)
+            stored += systems * (per_system + spectra) * 8
+    return worst + 3 * stored + reading + (300 << 20)
 
 
 def seconds(job: JobSpec) -> float:
@@ -44,7 +49,7 @@ def seconds(job: JobSpec) -> float:
     size = job.itemsize
     systems = len(job.seeds) * len(grid["scale"])
     stages = 4 if opts["integrator"] == "rk4" else 1
-    total = cost.JOB_S
+    total = cost.JOB_S + (checkpoint.job_seconds(opts["checkpoint"]) if opts.get("checkpoint") else 0.0)
     for n in map(int, grid["n"]):
         for d in map(int, grid["d"]):
             record = 12 * n ** 3 + 4 * n * n * d + 40 * n * n + 20 * n * d * opts["modes"]

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from attnsweep import rng
 from attnsweep.dynamics import attention, driver, rd
-from attnsweep.experiments.cluster_emergence import theory
+from attnsweep.experiments.cluster_emergence import checkpoint, good_triples, theory
 from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
 from attnsweep.experiments.cluster_emergence.resources import system_bytes
 from attnsweep.grid import Axis
@@ -78,6 +78,8 @@ MODAL_SERIES = ("coordinate_mean", "coordinate_var")
 SPECTRAL = ("multiplicity", "phi1_score", "qk_definite")
 MODAL = ("eigenvalue_real", "eigenvalue_imag")
 MODAL_COORDS = ("eigenvector", "dual_functional")
+HEAD_COORDS = {"head": {"long_name": "attention head h of the checkpoint, numbered from 1 as in the paper"},
+               "eigen": {"long_name": "eigenvalue j of V_h, by decreasing modulus (j = 1: lambda_1)"}}
 
 
 def uniform(shape: tuple[int, ...], generator: torch.Generator) -> Tensor:
@@ -118,6 +120,8 @@ def value_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor:
     if case == "spectrum":
         s = uniform((d, d), gen)
         return s @ spectrum_block(opts["spectrum"]) @ torch.linalg.inv(s)
+    if case == "checkpoint":
+        return torch.from_numpy(heads(opts).value_matrix(opts["head"]))
     raise ValueError(f"unknown value case {case!r} ({', '.join(VALUES)})")
 
 
@@ -139,7 +143,15 @@ def query_key_factors(opts: dict[str, Any], d: int, seed: int) -> tuple[Tensor, 
     if case == "gram":
         g = uniform((d, d), gen)
         return g @ g.T / d, torch.eye(d, dtype=torch.float64)
+    if case == "checkpoint":
+        q, k = heads(opts).query_key(opts["head"])
+        return torch.from_numpy(q), torch.from_numpy(k)
     raise ValueError(f"unknown query_key case {case!r} ({', '.join(QUERY_KEYS)})")
+
+
+def heads(opts: dict[str, Any]) -> checkpoint.Heads:
+    """The attention heads of the job's checkpoint (read once a process, ``checkpoint.read``)."""
+    return checkpoint.read(opts["checkpoint"], opts["checkpoint_layer"])
 
 
 def weight_matrix(opts: dict[str, Any], d: int, seed: int) -> Tensor | None:
@@ -209,6 +221,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
              progress: bool = True) -> xr.Dataset:
     """Every observable at every output time of every (n, d, scale, seed) of ``job``."""
     grid, opts, seeds = job.grid, job.options, job.seeds
+    if "checkpoint_sha256" in opts:  # refuse a checkpoint changed since the jobs were planned
+        checkpoint.verify(opts["checkpoint"], opts["checkpoint_sha256"])
     steps, snap_steps = driver.recorded_steps(opts)
     systems = list(itertools.product(range(len(grid["scale"])), range(len(seeds))))  # (scale, seed) positions
     shape = (len(grid["n"]), len(grid["d"]), len(grid["scale"]), len(seeds))
@@ -235,15 +249,31 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         coords.update(snapshot_t=snap_steps * opts["dt"], token=np.arange(tokens), key=np.arange(tokens))
     result = xr.Dataset({var: ((*DIMS, *dims), out[var], VARIABLES[var]) for var, dims in layout.items()},
                         coords=coords)
-    label(result, axes, {"seed": SEED, "t": TIME,
-                         "mode": {"long_name": "eigenmode j of V, by decreasing Re(lambda_j)"},
-                         "sign": {"long_name": "tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0"}})
+    labels = {"seed": SEED, "t": TIME, "mode": {"long_name": "eigenmode j of V, by decreasing Re(lambda_j)"},
+              "sign": {"long_name": "tokens averaged: -1 where phi_j^* < 0, 0 all, +1 where phi_j^* > 0"}}
+    if "checkpoint_sha256" in opts:
+        result = result.merge(head_spectra(opts, shape))
+        result.attrs.update(checkpoint=opts["checkpoint"], checkpoint_head=opts["head"],
+                            checkpoint_layer=opts["checkpoint_layer"])
+        labels.update(HEAD_COORDS)
+    label(result, axes, labels)
     result.attrs.update(value=VALUES[opts["value"]], value_case=opts["value"], query_key=QUERY_KEYS[opts["query_key"]],
                         query_key_case=opts["query_key"], equation=opts["equation"], basis=opts["basis"],
                         activation=str(opts["activation"]), weight=str(opts["weight"]),
                         integrator=opts["integrator"],
                         dt=opts["dt"], rank_tol=opts["rank_tol"], cluster_radius=opts["cluster_radius"])
     return result
+
+
+def head_spectra(opts: dict[str, Any], shape: tuple[int, ...]) -> xr.Dataset:
+    """Every head's V_h spectrum and Definition 4.1 (``good_triples``; Fig. 10), the same for
+    every system of ``shape`` (n, d, scale, seed)."""
+    table = good_triples.head_table(heads(opts))
+    count, size = table["head_eigenvalue_real"].shape
+    data = {var: ((*DIMS, "head") if values.ndim == 1 else (*DIMS, "head", "eigen"),
+                  np.array(np.broadcast_to(values, (*shape, *values.shape))), good_triples.VARIABLES[var])
+            for var, values in table.items()}
+    return xr.Dataset(data, coords={"head": np.arange(1, count + 1), "eigen": np.arange(1, size + 1)})
 
 
 def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
