@@ -160,7 +160,8 @@ def test_a_boundary_the_options_do_not_compute_is_refused() -> None:
         load_sweep(config)
     assert str(err.value) == ("experiments.critical_scaling.refine.boundaries: 'gamma_star_eta' is not computed "
                               "with these options (computed: gamma_star_lambda)")
-    plan = load_sweep({"experiments": {"critical_scaling": {**section, "refine": {"precision": 0.1}}}}).plans["critical_scaling"]
+    sweep = load_sweep({"experiments": {"critical_scaling": {**section, "refine": {"precision": 0.1}}}})
+    plan = sweep.plans["critical_scaling"]
     assert [t.variable for t in plan.refine.targets] == ["gamma_star_lambda"]
 
 

@@ -39,7 +39,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 
 from attnsweep.arrays import FloatArray, as_float, require
 
@@ -353,6 +352,8 @@ def simplex_gamma_star(
     >>> round(float(simplex_gamma_star(10**4, 0.5)), 3)  # gamma_c = 2; the crossing sits on it
     2.0
     """
+    from scipy.optimize import brentq  # the boundary step only: the planner imports this module, scipy-free
+
     def first_root(f: Callable[[FloatArray], FloatArray], top: float) -> float:
         grid = np.linspace(0.0, top, 400)
         sign = np.sign(f(grid))
