@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import processes
@@ -52,6 +52,17 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
         return done[experiment]
 
     return run
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch limited to one intra-op thread for the test, restored after it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def refine_command(workdir: Path, *args: str) -> list[str]:

@@ -40,13 +40,8 @@ def eye(batch: int, d: int, sign: float = 1.0) -> torch.Tensor:
     return sign * torch.eye(d, dtype=F64).expand(batch, d, d)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: a second intra-op thread only adds barriers (and stalls on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: a second intra-op thread only adds barriers (and stalls on a busy machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def trajectory(y: torch.Tensor, equation: rd.Equation, qk: torch.Tensor | None, v: torch.Tensor, h: float,

@@ -44,13 +44,8 @@ def section(directory: Path, **changes) -> dict:
             **changes}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: a second intra-op thread only adds barriers (and stalls on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: a second intra-op thread only adds barriers (and stalls on a busy machine).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ------------------------------------------------------------------ reading and the closed forms
