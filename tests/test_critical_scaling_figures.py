@@ -34,7 +34,7 @@ def refined_summary() -> tuple[xr.Dataset, xr.Dataset]:
 
 def test_column_edges():
     np.testing.assert_allclose(figures.column_edges(np.array([1.0, 2.0, 4.0])), [0.5, 1.5, 3.0, 5.0])
-    np.testing.assert_allclose(figures.column_edges(np.array([1.0, 2.0]), lo=0.0, hi=9.0), [0.0, 1.5, 9.0])
+    np.testing.assert_allclose(figures.column_edges(np.array([1.0, 2.0])), [0.5, 1.5, 2.5])
 
 
 def test_heatmap_draws_each_column_over_its_own_values():

@@ -52,15 +52,12 @@ def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: boo
     )
 
 
-def column_edges(values: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
-    """Cell edges for sorted ``values``: midpoints between neighbours, and half a gap beyond the
-    ends (or ``lo``/``hi`` where given); a single value gets ``[lo, hi]``."""
-    if values.size == 1:
-        return np.array([lo, hi], dtype=float)
+def column_edges(values: np.ndarray) -> np.ndarray:
+    """Cell edges for two or more sorted ``values``: the midpoints between neighbours, and half a
+    gap beyond each end (``shading="nearest"``'s cells, for values unevenly spaced)."""
     mid = (values[1:] + values[:-1]) / 2
-    first = values[0] - (values[1] - values[0]) / 2 if lo is None else lo
-    last = values[-1] + (values[-1] - values[-2]) / 2 if hi is None else hi
-    return np.concatenate([[first], mid, [last]])
+    return np.concatenate([[values[0] - (values[1] - values[0]) / 2], mid,
+                           [values[-1] + (values[-1] - values[-2]) / 2]])
 
 
 def heatmaps(summary: xr.Dataset, boundary: xr.Dataset, observable: str, n: int) -> Figure:
@@ -115,8 +112,9 @@ def finite_size(summary: xr.Dataset, boundary: xr.Dataset, across: str = "d",
     other = "n" if across == "d" else "d"
     alpha = 0.0 if 0.0 in boundary["alpha"].values else float(boundary["alpha"][0])
     bnd = boundary.sel(alpha=alpha)
-    rhos = bnd["rho"].values[bnd["gamma_star_lambda"].notnull().any(("n", "d")).values]
-    rhos = rhos[np.unique(np.linspace(0, rhos.size - 1, min(6, rhos.size)).round().astype(int))] if rhos.size else rhos
+    rhos = bnd["rho"].values[bnd["gamma_star_lambda"].notnull().any(("n", "d")).values]  # with a crossing
+    if rhos.size:  # up to six, evenly over those
+        rhos = rhos[np.unique(np.linspace(0, rhos.size - 1, min(6, rhos.size)).round().astype(int))]
     panels = bnd[other].values
     fig = Figure(figsize=(3.6 * len(panels), 0.6 + 2.5 * len(observables)), layout="constrained")
     axes = fig.subplots(len(observables), len(panels), squeeze=False, sharex=True)
