@@ -35,6 +35,7 @@ def refined_summary() -> tuple[xr.Dataset, xr.Dataset]:
 def test_column_edges():
     np.testing.assert_allclose(figures.column_edges(np.array([1.0, 2.0, 4.0])), [0.5, 1.5, 3.0, 5.0])
     np.testing.assert_allclose(figures.column_edges(np.array([1.0, 2.0])), [0.5, 1.5, 2.5])
+    np.testing.assert_allclose(figures.column_edges(np.array([0.3])), [-0.2, 0.8])  # one rho: a column
 
 
 def test_heatmap_draws_each_column_over_its_own_values():

@@ -320,13 +320,15 @@ def store_files(results: Path) -> list[Path]:
 def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> None:
     """Seeded random faults (cut short, bytes overwritten, a file deleted) at random places of
     the tree, one at a time: verify names a bad store, or every array reads back bit for bit as
-    before (a fault in bytes no reader uses, such as a zip entry's timestamp). An array that
-    reads back otherwise, or fails to read, while verify finds nothing is a failure."""
+    before (a fault in bytes no reader uses, such as a zip entry's timestamp), or a whole run
+    store was deleted (one file: a store that is missing, which the next run makes again, and
+    every other array as before). An array that reads back otherwise, or fails to read, while
+    verify finds nothing is a failure."""
     shutil.copytree(pristine / "results", tmp_path / "results")
     results = tmp_path / "results"
     want = read_all(results)
     rng = random.Random(20261126)
-    found = harmless = 0
+    found = harmless = missing = 0
     for case in range(80):
         target = rng.choice(store_files(results))
         original = target.read_bytes()
@@ -342,6 +344,10 @@ def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> 
         what = f"case {case}: {kind} {target.relative_to(results)}"
         if findings(tmp_path):
             found += 1
+        elif kind == "delete" and target.suffix == ".zarr":  # a whole run store: missing, not damaged
+            gone = f"{target.relative_to(results)}/"  # (its job runs again: test_resilience)
+            assert read_all(results) == {k: v for k, v in want.items() if not k.startswith(gone)}, what
+            missing += 1
         else:
             try:
                 got = read_all(results)

@@ -53,8 +53,11 @@ def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: boo
 
 
 def column_edges(values: np.ndarray) -> np.ndarray:
-    """Cell edges for two or more sorted ``values``: the midpoints between neighbours, and half a
-    gap beyond each end (``shading="nearest"``'s cells, for values unevenly spaced)."""
+    """Cell edges for sorted ``values``: the midpoints between neighbours, and half a gap beyond
+    each end (``shading="nearest"``'s cells, for values unevenly spaced); one value gets the
+    width 1, centred, so that a sweep of a single rho still draws its column."""
+    if values.size == 1:
+        return np.array([values[0] - 0.5, values[0] + 0.5])
     mid = (values[1:] + values[:-1]) / 2
     return np.concatenate([[values[0] - (values[1] - values[0]) / 2], mid,
                            [values[-1] + (values[-1] - values[-2]) / 2]])
