@@ -369,8 +369,10 @@ def test_simplex_gamma_star_lambda_matches_quadratic_root(n, rho):
 
 
 def test_simplex_gamma_star_lambda_approaches_gamma_critical():
-    """Theorem 2.1: the crossing of lambda_c sits on gamma_c = 1/(1 - rho) as n grows; on the
-    simplex its distance to it shrinks at least like 1/n (docs/papers/000.md §6)."""
+    """Theorem 2.1: the crossing of lambda_c sits on gamma_c = 1/(1 - rho) as n grows. Expanding the
+    quadratic of ``lambda_crossing_closed_form`` in 1/m: f = (1 + O(1/(rho m)))/m, m = n - 1, so
+    gamma* (1 - rho) = -ln f / ln n = 1 + O(1/(rho n ln n)); at rho >= 0.05 and ln n >= 5 that is
+    at most about 4/n for a unit constant, and 10/n leaves a margin."""
     rho = np.array([0.05, 0.5, 0.95])
     for n in (256, 4096, 65536):
         scaled = theory.simplex_gamma_star(n, rho) * (1 - rho)
@@ -386,5 +388,6 @@ def test_simplex_gamma_star_eta_is_the_first_crossing(n, d):
     assert ratio(star) == pytest.approx(0.25, abs=1e-9)  # brentq's 1e-12 times a slope O(ln n)
     below = np.linspace(0, star, 200, endpoint=False)
     assert np.all(ratio(below) < 0.25)
-    if d >= n:  # a true simplex: Theorem 2.3 puts the 1/4 crossing at gamma_c, up to O(beta/d)
+    if d >= n:  # a true simplex: Theorem 2.3 puts the 1/4 crossing at gamma_c, up to O(beta/d) with
+        # beta = ln n / (1 - rho) = 1.7 ln n there; 3 ln n / d allows a constant near 2
         assert abs(star * (1 - rho) - 1) < 3 * np.log(n) / d
