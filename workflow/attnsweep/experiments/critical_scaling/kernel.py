@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnsweep.experiments.critical_scaling.resources import squared_gram_fits
+
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
 DIRECT_MAX_D = 8  # pair distances from differences up to this d, from Gram matrices above
 
@@ -244,7 +246,7 @@ def jacobian_frobenius(x: Tensor, beta: Tensor, budget_bytes: int, dim: int | No
     c, c_sq = centered_sq_norms(y)  # c_l = y_l - mu
     c_mu = c @ mu  # <c_l, mu>
     y_mu = y @ mu
-    gram_sq = (c @ c.T).square() if n <= d * d and n * n * size <= budget_bytes else None
+    gram_sq = (c @ c.T).square() if squared_gram_fits(n, d, size, budget_bytes) else None
     frob = torch.zeros(n_beta, dtype=x.dtype, device=x.device)
     trace = torch.zeros_like(frob)
     outs, inv_participation = [], []

@@ -16,6 +16,13 @@ def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
     return opts[key] is not None and n > opts[key]
 
 
+def squared_gram_fits(n: int, d: int, itemsize: int, budget_bytes: int) -> bool:
+    """Whether exact eta's covariance term ``sum_lm A_il A_im <c_l, c_m>^2`` is a product with the
+    n x n squared Gram (n <= d^2 and it fits ``budget_bytes``), not a sum of d x d covariances
+    (``kernel.jacobian_frobenius``; d: the dimension it works in)."""
+    return n <= d * d and n * n * itemsize <= budget_bytes
+
+
 def memory_bytes(job: JobSpec) -> int:
     """Tokens, the (gamma x alpha x n x d) outputs of ``kernel.observe``, Hutchinson probes
     and tangents, twice the row-block budget, sampled pairs, quantile pairs, 300 MiB of runtime."""
@@ -41,9 +48,11 @@ def memory_bytes(job: JobSpec) -> int:
 def seconds(job: JobSpec) -> float:
     """Per (n, d, rho, seed): the layer and lambda, then eta over the gamma x alpha batch, by
     Gram matrices in the span of the tokens (exact: products of 8 n^2 d' flops a gamma,
-    d' = min(d, n + 1), and n^2 min(n, d'^2) element-wise for the covariance term) or by 2
-    probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a gamma); without eta
-    (none), the layer and lambda: 4 n^2 d' a gamma and n^2 exponentials."""
+    d' = min(d, n + 1), and the covariance term as ``kernel.jacobian_frobenius`` takes it: where
+    n <= d'^2 and the n x n squared Gram fits the row-block budget, a product of 2 n^3 flops a
+    gamma and ~35 element-wise passes over n^2, else n^2 d'^2 element-wise for the d' x d'
+    covariances) or by 2 probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a
+    gamma); without eta (none), the layer and lambda: 4 n^2 d' a gamma and n^2 exponentials."""
     opts, grid = job.options, job.grid
     batch = len(grid["gamma"]) * len(grid["alpha"])
     total = cost.JOB_S
@@ -55,6 +64,10 @@ def seconds(job: JobSpec) -> float:
             products, pairs = 2 * n * n * span * (1 + 2 * batch), n * n * batch
         else:
             span = min(d, n + 1)
-            products, pairs = 2 * n * n * span * (3 + 4 * batch), n * n * batch * min(n, span * span)
+            products = 2 * n * n * span * (3 + 4 * batch)
+            if squared_gram_fits(n, span, job.itemsize, job.block_mib << 20):
+                products, pairs = products + 2 * n**3 * batch, n * n * batch * 35
+            else:
+                pairs = n * n * batch * span * span
         total += len(grid["rho"]) * len(job.seeds) * cost.seconds(pairs, 80 * batch, job.dtype, gemm=products)
     return total
