@@ -383,6 +383,17 @@ def test_job_time_estimate_follows_the_work():
         assert 0 < max(plan.seconds().values()) < 600, plan.name
 
 
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``attnsweep validate CONFIG | head -0``: the pipe's reader is gone before the command
+    writes (closed here right after the start; the command's imports take far longer), so its
+    first write fails with EPIPE; it exits 1 with nothing on stderr, not a traceback."""
+    command = [sys.executable, "-m", "attnsweep.cli", "validate", str(REPO / "config" / "config.yaml")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()
+    stderr = process.communicate(timeout=300)[1].decode()
+    assert process.returncode == 1 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
 def test_validate_prints_cost_per_experiment(capsys):
     from attnsweep import cli as command
 

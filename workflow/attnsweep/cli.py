@@ -321,11 +321,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     try:
         args.func(args)
+        sys.stdout.flush()  # a closed pipe surfaces here, not in the interpreter's exit
     except ConfigError as err:
         print(f"attnsweep: config error: {err}", file=sys.stderr)
         return 2
     except BadStoreError as err:
         print(f"attnsweep: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader stopped early (attnsweep status CONFIG | head): stop quietly, as cat does;
+        # stdout goes to devnull so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as err:
         # A store that cannot be written (disk full, read-only): one line, no traceback. The
