@@ -234,7 +234,7 @@ def load_sweep(config: dict[str, Any]) -> Sweep:
         for name, section in config["experiments"].items()
     }
     for plan in plans.values():
-        check_job_time(plan, config["max_job_hours"])
+        check_job_time(plan, config["max_job_hours"], config["max_job_mib"])
     job_mib = max((check_job_memory(plan, config["max_job_mib"]) for plan in plans.values()), default=0)
     for name, plan in plans.items():
         if plan.refine is not None:
@@ -252,14 +252,21 @@ def check_budget(plan: Plan) -> None:
                           f"core_hours = {format_value(plan.refine.core_hours)}")
 
 
-def check_job_time(plan: Plan, max_job_hours: float) -> None:
+def check_job_time(plan: Plan, max_job_hours: float, max_job_mib: int) -> None:
     """Refuse a plan whose slowest job is estimated over ``max_job_hours`` on one core, naming the
-    key to change: of the keys whose default would bring that job under the limit, a number (a
+    key to change: ``block_mib`` where a larger one within ``max_job_mib`` brings it under the
+    limit (a memory budget changes no number), else, of the keys whose default would, a number (a
     size, a step) before a choice (a method), else the one whose default shortens it most."""
     seconds = plan.seconds()
     path = max(seconds, key=seconds.get)
     if not hours(seconds[path]) > max_job_hours:
         return
+    larger = larger_block(plan, path, max_job_hours, max_job_mib)
+    if larger is not None:
+        block, after, need = larger
+        raise ConfigError("block_mib", f"job {path} would take about {hours(seconds[path]):.3g} hours on one core "
+                          f"with block_mib = {plan.block_mib}, over max_job_hours = {format_value(max_job_hours)}: "
+                          f"block_mib = {block} brings it to {hours(after):.3g} hours and {need / 2**30:.3g} GiB")
     job, defaults = plan.blocks()[path], experiment_defaults(plan.name)
 
     def reset(key: str) -> float:
@@ -286,6 +293,20 @@ def check_job_time(plan: Plan, max_job_hours: float) -> None:
         f"job {path} would take about {hours(seconds[path]):.3g} hours on one core, over max_job_hours = "
         f"{format_value(max_job_hours)}: change {culprit}, make more axes wildcards, or raise max_job_hours",
     )
+
+
+def larger_block(plan: Plan, path: str, max_job_hours: float, max_job_mib: int) -> tuple[int, float, float] | None:
+    """The smallest doubling of ``block_mib`` that brings job ``path`` under ``max_job_hours``
+    within ``max_job_mib``, with the job's seconds and bytes under it, or None. A kernel that takes
+    its faster route only where the operand fits one block (exact eta's n x n squared Gram) needs it."""
+    job, block = plan.blocks()[path], plan.block_mib
+    while (block := 2 * block) <= max_job_mib:
+        larger = replace(job, block_mib=block)
+        seconds = estimate(plan.experiment.job_seconds, larger)
+        if hours(seconds) <= max_job_hours:
+            need = estimate(plan.experiment.job_memory_bytes, larger)
+            return (block, seconds, need) if need <= max_job_mib << 20 else None
+    return None
 
 
 def check_job_memory(plan: Plan, max_job_mib: int) -> int:
