@@ -178,7 +178,7 @@ MALFORMED: dict[str, tuple[str, str]] = {
     "probes_huge": ("experiments: {critical_scaling: {eta_method: hutchinson, probes: 1000000000}}", f"{CS}.probes"),
     "max_job_hours_small": ("max_job_hours: 1.0e-6\nexperiments: {causal_clustering: {}}", CC),
     # exact eta at n = 16384 takes its n^3 route only where the 1 GiB squared Gram fits a block: the
-    # default 256 MiB leaves the n^2 d^2 route (about 130 h for 10 gamma), 1024 MiB brings it under 1 h
+    # default 256 MiB leaves the n^2 d^2 route (about 104 h for these 8 gamma), 1024 MiB brings it under 1 h
     "exact_eta_block_too_small": (
         "experiments: {critical_scaling: {n: [16384], d: [1024], rho: [0.5], gamma: [0.5, 1, 2, 4, 8, 16, 32, 64],"
         " seeds: 1}}", "block_mib"),
