@@ -22,7 +22,9 @@ def test_a_piece_with_time_enough_packs_the_whole_refinement(tmp_path: Path, tin
     work.mkdir()
     command = refine_command(work, "--cores", "1")  # writes work/config.yaml
     refine_args = command[command.index("config.yaml") + 1:]
-    # SECONDS is the hang guard: the tiny refinement takes well under a minute (processes.HANG_S)
+    # SECONDS is the hang guard: the tiny refinement takes well under a minute (processes.HANG_S);
+    # the outer guard adds the script's own 30 s before it SIGKILLs a refine that ignored SIGINT,
+    # and as long again for packing a few hundred kB
     done = processes.run(["bash", str(ROOT / "benchmarks" / "gpu_refine.sh"), "config.yaml",
                           str(int(processes.HANG_S)), str(out), *refine_args],
                          cwd=work, env={**os.environ, "PYTHON": sys.executable},
