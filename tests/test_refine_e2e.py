@@ -129,3 +129,33 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     assert (results(tmp_path) / "refine.csv").read_text() == (results(tiny_refine) / "refine.csv").read_text()
     for store in ("sweep.zarr", "boundary.zarr"):
         assert_same_values(results(tmp_path) / store, results(tiny_refine) / store)
+
+
+def test_a_refinement_stopped_by_ctrl_c_says_so_in_one_line_and_goes_on(tmp_path: Path, tiny_refine: Path) -> None:
+    """SIGINT to the refinement's process group while a simulate job runs (what Ctrl-C in a
+    terminal and ``timeout -s INT`` do): no traceback anywhere, the driver's last word is the one
+    line, Snakemake ends by itself (its lock released, not left to a kill), no job reads as
+    failed, and the same command finishes as the uninterrupted refinement, bit for bit."""
+    from attnsweep.errors import INTERRUPTED
+
+    command = refine_command(tmp_path, "--cores", "1")
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        proc = processes.start(command, cwd=tmp_path, stdout=out, stderr=err)
+    deadline = time.monotonic() + processes.HANG_S
+    while not list(results(tmp_path).glob("runs/**/.*.running")):  # a simulate job has begun
+        assert proc.poll() is None, (tmp_path / "err").read_text()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(processes.HANG_S) == 130
+    said = (tmp_path / "out").read_text() + (tmp_path / "err").read_text()
+    logs = "".join(log.read_text() for log in (tmp_path / "logs").rglob("*.log"))
+    assert "Traceback" not in said + logs, said[-3000:] + logs[-3000:]
+    assert (tmp_path / "err").read_text().splitlines()[-1] == INTERRUPTED
+    assert not any((tmp_path / ".snakemake" / "locks").glob("*"))
+    status = processes.run([os.sys.executable, "-m", "attnsweep.cli", "status", "config.yaml"], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert " 0 failed" in status.stdout, status.stdout + status.stderr
+    done = processes.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert record_text(tmp_path) == record_text(tiny_refine)

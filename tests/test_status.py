@@ -86,3 +86,14 @@ def test_status_command(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].endswith("0 done, 0 running, 0 interrupted, 0 failed, 5 pending")
     assert sum(line.lstrip().startswith("pending") for line in result.stdout.splitlines()) == 5
+
+
+def test_a_job_stopped_by_ctrl_c_is_interrupted_not_failed(tmp_path: Path) -> None:
+    """The job client's last word on SIGINT (what a sweep stopped with Ctrl-C or ``timeout -s
+    INT`` leaves in the log) reads as interrupted: the rerun redoes it, nothing needs mending."""
+    from attnsweep.errors import INTERRUPTED
+
+    log = tmp_path / "job.log"
+    log.write_text(f"2026-11-27 04:33:17 attnsweep critical_scaling: ... on cpu/float32\n{INTERRUPTED}\n")
+    job = status.job_status("point", tmp_path / "job.zarr", log)
+    assert (job.state, job.detail) == ("interrupted", "stopped by SIGINT (Ctrl-C)")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attnsweep import worker
-from attnsweep.errors import BadStoreError, ConfigError
+from attnsweep.errors import INTERRUPTED, BadStoreError, ConfigError
 
 GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
@@ -328,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadStoreError as err:
         print(f"attnsweep: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130  # as a shell reports a command ended by SIGINT (128 + 2)
     except BrokenPipeError:
         # the reader stopped early (attnsweep status CONFIG | head): stop quietly, as cat does;
         # stdout goes to devnull so the interpreter's final flush does not raise again

@@ -20,6 +20,10 @@ class SetupError(SystemExit):
         super().__init__(f"attnsweep: {message}")
 
 
+#: What a command stopped by SIGINT (Ctrl-C, ``timeout -s INT``) says last, on stderr: in a
+#: simulate job's log it is how ``attnsweep status`` tells an interrupted job from a failed one.
+INTERRUPTED = "attnsweep: interrupted (SIGINT); what finished is kept, and the same command goes on from there"
+
 #: The command that heals a results tree holding a bad store (see :mod:`attnsweep.verify`).
 HEAL = "`attnsweep verify {config} --quarantine`, then `snakemake`"
 

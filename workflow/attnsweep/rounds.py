@@ -3,12 +3,14 @@
 Each round runs Snakemake up to the boundaries of the experiments with a ``refine`` section,
 lets :func:`attnsweep.refine.assess` decide the next round's points, records them
 (:mod:`attnsweep.refine_record`), and runs again; when no experiment adds a round, one last run
-makes every output (figures).
+makes every output (figures). Stopped by SIGINT (Ctrl-C), it lets Snakemake end its jobs and
+says so in one line; run again, it goes on from the stores and the record.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +40,7 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
             clear_stale_lock(config.get("results", "results"), base)
         command = [sys.executable, "-m", "snakemake", *targets, *snakemake_args, "--configfile", config_path]
         log.info("running %s", " ".join(command))
-        return subprocess.run(command).returncode
+        return run_to_its_end(command)
 
     while True:
         sweep = load_sweep(config)
@@ -61,6 +63,33 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
                 added = True
         if not added:
             return snakemake([])
+
+
+#: Seconds an interrupted refinement waits for Snakemake to end on its own before passing SIGINT
+#: on. Ctrl-C and ``timeout -s INT`` signal the whole process group, Snakemake included, and it
+#: ends its local jobs within about a second; a SIGINT sent to ``attnsweep refine`` alone (``kill
+#: -INT PID``) has not reached it, and a second one mid-cleanup would cut that short.
+SIGINT_GRACE_S = 5.0
+
+
+def run_to_its_end(command: list[str]) -> int:
+    """``command``'s exit status. On SIGINT, unlike :func:`subprocess.run` (which SIGKILLs the
+    child 0.25 s after), Snakemake is given the time to end its jobs and release its lock, then
+    the interrupt goes on (:data:`attnsweep.errors.INTERRUPTED`); a second SIGINT kills it."""
+    process = subprocess.Popen(command)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        try:
+            try:
+                process.wait(SIGINT_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGINT)
+                process.wait()
+        except KeyboardInterrupt:
+            process.kill()
+            process.wait()
+        raise
 
 
 def clear_stale_lock(results: str, snakemake: list[str]) -> None:

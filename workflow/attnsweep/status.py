@@ -9,8 +9,9 @@ Each simulate job is in one of six states:
 - ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
   process on another host (a cluster node), which cannot be checked from here;
 - ``interrupted``: the marker names a dead process on this host (killed: kill -9, OOM, node loss),
-  or its log exists but is empty (killed as it started; the job client writes the marker at
-  once, so a live job shows so for a few milliseconds at most);
+  its log exists but is empty (killed as it started; the job client writes the marker at
+  once, so a live job shows so for a few milliseconds at most), or its log says it was stopped
+  by SIGINT (Ctrl-C, ``timeout -s INT``: :data:`attnsweep.errors.INTERRUPTED`);
 - ``failed``: it has a log but no store and no marker (the job ended with an error; the last
   log line says which);
 - ``pending``: nothing yet.
@@ -35,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnsweep.errors import INTERRUPTED
 from attnsweep.grid import format_value
 from attnsweep.layout import complete, quick_problem
 from attnsweep.refine_record import load_record
@@ -108,8 +110,8 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _last_line(log: Path) -> str:
-    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1].rsplit("\r", 1)[-1][:200] if lines else "(empty log)"
 
 
@@ -131,11 +133,14 @@ def job_status(point: str, store: Path, log: Path, spec: JobSpec | None = None) 
             return JobStatus(point, "running", f"{where} (another host: not checked)")
         return JobStatus(point, "running" if _alive(info["pid"]) else "interrupted", where)
     if log.is_file():
-        if not log.read_text(errors="replace").strip():
+        text = log.read_text(errors="replace")
+        if not text.strip():
             # The shell made the log, the job wrote nothing and left no marker: it was killed
             # before it began (a job that fails always says why).
             return JobStatus(point, "interrupted", "killed before it started (empty log)")
-        return JobStatus(point, "failed", _last_line(log))
+        if INTERRUPTED in text:
+            return JobStatus(point, "interrupted", "stopped by SIGINT (Ctrl-C)")
+        return JobStatus(point, "failed", _last_line(text))
     return JobStatus(point, "pending")
 
 

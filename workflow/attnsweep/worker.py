@@ -19,8 +19,8 @@ credentials (``SO_PEERCRED``) are its own uid; and it forks for a request only i
 directory.
 
 The server never computes, so no OpenMP or CUDA state exists when it forks. A child whose
-client disappears (killed by Snakemake) kills itself, leaving at most a temporary sibling
-of its store. The server exits after ``idle_s`` seconds without a job.
+client disappears (killed by Snakemake, stopped by Ctrl-C) kills itself, leaving at most a
+temporary sibling of its store. The server exits after ``idle_s`` seconds without a job.
 """
 
 from __future__ import annotations
@@ -274,6 +274,9 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
     if problem:
         raise SystemExit(f"attnsweep.worker: not serving at {path}: {problem}")
     results = os.path.abspath(results)
+    # Ctrl-C signals the whole process group, this server and its children too: they leave it to
+    # their owners. The run stops the server (onerror: SIGTERM), a child stops with its client.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     import matplotlib.backends.backend_agg  # noqa: F401  (the figure jobs)
     import matplotlib.backends.backend_pdf  # noqa: F401
