@@ -134,8 +134,8 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
 def test_a_refinement_stopped_by_ctrl_c_says_so_in_one_line_and_goes_on(tmp_path: Path, tiny_refine: Path) -> None:
     """SIGINT to the refinement's process group while a simulate job runs (what Ctrl-C in a
     terminal and ``timeout -s INT`` do): no traceback anywhere, the driver's last word is the one
-    line, Snakemake ends by itself (its lock released, not left to a kill), no job reads as
-    failed, and the same command finishes as the uninterrupted refinement, bit for bit."""
+    line, Snakemake ends by itself (its lock released, not left to a kill) and stops its warm
+    server, no job reads as failed, and the same command finishes as the uninterrupted refinement, bit for bit."""
     from attnsweep.errors import INTERRUPTED
 
     command = refine_command(tmp_path, "--cores", "1")
@@ -153,6 +153,7 @@ def test_a_refinement_stopped_by_ctrl_c_says_so_in_one_line_and_goes_on(tmp_path
     assert "Traceback" not in said + logs, said[-3000:] + logs[-3000:]
     assert (tmp_path / "err").read_text().splitlines()[-1] == INTERRUPTED
     assert not any((tmp_path / ".snakemake" / "locks").glob("*"))
+    assert "stopped after serving" in (tmp_path / "logs" / "worker.log").read_text().splitlines()[-1]
     status = processes.run([os.sys.executable, "-m", "attnsweep.cli", "status", "config.yaml"], cwd=tmp_path,
                            capture_output=True, text=True)
     assert " 0 failed" in status.stdout, status.stdout + status.stderr
