@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import processes
+import psutil
 import pytest
 
 from attnsweep import worker
@@ -388,3 +389,29 @@ def test_server_refuses_a_directory_others_could_control(kind: str, tmp_path: Pa
     assert proc.wait(timeout=processes.HANG_S) == 1
     assert len(log.read_text().splitlines()) == 1 and "not serving" in log.read_text()
     assert not (given / "worker.sock").exists()
+
+
+def test_server_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
+    """kill -9 of the run (the server's parent, as worker.smk starts it) stops the server at once,
+    through its cleanup (socket removed), not ``idle`` seconds later."""
+    socket, log = tmp_path / "s.sock", tmp_path / "worker.log"
+    run = f"""
+import subprocess, sys, os, time
+with open({str(log)!r}, "a") as log:
+    server = subprocess.Popen([sys.executable, "-m", "attnsweep.worker", {str(socket)!r}, "--results",
+                               {str(tmp_path)!r}, "--idle", "{2 * processes.HANG_S}", "--parent", str(os.getpid())],
+                              stderr=log)
+print(server.pid, flush=True)
+time.sleep({processes.HANG_S})
+"""
+    parent = processes.start([sys.executable, "-c", run], stdout=subprocess.PIPE, text=True)
+    server = psutil.Process(int(parent.stdout.readline()))
+    deadline = time.monotonic() + processes.HANG_S
+    while not listening(str(socket)):
+        assert server.is_running() and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    parent.kill()
+    parent.wait()
+    server.wait(timeout=processes.HANG_S)  # the guard ends a hang, well before the idle timeout
+    assert not socket.exists()
+    assert "stopped after serving 0 requests" in log.read_text()

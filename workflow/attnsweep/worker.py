@@ -20,12 +20,14 @@ directory.
 
 The server never computes, so no OpenMP or CUDA state exists when it forks. A child whose
 client disappears (killed by Snakemake, stopped by Ctrl-C) kills itself, leaving at most a
-temporary sibling of its store. The server exits after ``idle_s`` seconds without a job.
+temporary sibling of its store. The server exits after ``idle_s`` seconds without a job, and
+(Linux, ``--parent``) when the run that started it ends, killed or not.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import inspect
 import json
 import os
@@ -44,6 +46,7 @@ from attnsweep.errors import ConfigError
 SOCKET_ENV = "ATTNSWEEP_WORKER"
 MAX_MESSAGE = 1 << 22
 REFUSED = 2  # the client's exit status for a request the server refuses (as for a config error)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def private_problem(directory: str) -> str | None:
@@ -266,10 +269,23 @@ def _log(message: str) -> None:
     print(f"attnsweep.worker: {message}", file=sys.stderr, flush=True)
 
 
-def serve(path: str, results: str, idle_s: float = 900.0) -> None:
+def end_with(parent: int) -> None:
+    """Stop (SIGTERM) when ``parent``, the run that started this server, ends, however it ends
+    (kill -9 included), not ``idle_s`` later: Linux's ``prctl(PR_SET_PDEATHSIG)``, elsewhere only
+    the idle timeout. The run's thread that started the server lives as long as the run."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it ended before the prctl took hold
+        sys.exit(0)
+
+
+def serve(path: str, results: str, idle_s: float = 900.0, parent: int | None = None) -> None:
     """Preload the modules, then fork one child per accepted request on the Unix socket ``path``,
     whose directory must be private (:func:`private_problem`); requests may write only inside
-    ``results``."""
+    ``results``. With ``parent``, the server ends with that process (:func:`end_with`)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends through the cleanup below
+    if parent is not None:
+        end_with(parent)
     problem = private_problem(os.path.dirname(os.path.abspath(path)))
     if problem:
         raise SystemExit(f"attnsweep.worker: not serving at {path}: {problem}")
@@ -299,7 +315,6 @@ def serve(path: str, results: str, idle_s: float = 900.0) -> None:
     server.settimeout(idle_s)
     children: set[int] = set()
     served = 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     _log(f"pid {os.getpid()} serving the jobs of {results}")
     try:
         while True:
@@ -367,8 +382,9 @@ def main() -> None:
     parser.add_argument("socket", help="its path, in a directory only this user can enter")
     parser.add_argument("--results", required=True, help="the run's results directory: requests write only inside it")
     parser.add_argument("--idle", type=float, default=900.0, help="exit after this many idle seconds")
+    parser.add_argument("--parent", type=int, help="the pid of the run that starts it: end with it")
     args = parser.parse_args()
-    serve(args.socket, args.results, args.idle)
+    serve(args.socket, args.results, args.idle, args.parent)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ def start_worker():
     WORKER["dir"] = tempfile.mkdtemp(prefix="attnsweep-worker-")
     socket_path = os.path.join(WORKER["dir"], "worker.sock")
     WORKER["proc"] = subprocess.Popen(
-        [PYTHON, "-m", "attnsweep.worker", socket_path, "--results", os.path.abspath(RESULTS), "--idle", "600"],
+        [PYTHON, "-m", "attnsweep.worker", socket_path, "--results", os.path.abspath(RESULTS), "--idle", "600",
+         "--parent", str(os.getpid())],  # it ends with this run, a killed one too
         stdout=log,
         stderr=log,
     )
