@@ -21,9 +21,10 @@ def start_worker():
     log = open(os.path.join(LOGS, "worker.log"), "a")
     WORKER["dir"] = tempfile.mkdtemp(prefix="attnsweep-worker-")
     socket_path = os.path.join(WORKER["dir"], "worker.sock")
+    # --parent: the server ends with this run, a killed one too
+    server = ["attnsweep.worker", socket_path, "--results", os.path.abspath(RESULTS)]
     WORKER["proc"] = subprocess.Popen(
-        [PYTHON, "-m", "attnsweep.worker", socket_path, "--results", os.path.abspath(RESULTS), "--idle", "600",
-         "--parent", str(os.getpid())],  # it ends with this run, a killed one too
+        [PYTHON, "-m", *server, "--idle", "600", "--parent", str(os.getpid())],
         stdout=log,
         stderr=log,
     )
