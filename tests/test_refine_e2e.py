@@ -135,13 +135,15 @@ def test_a_refinement_stopped_by_ctrl_c_says_so_in_one_line_and_goes_on(tmp_path
     """SIGINT to the refinement's process group while a simulate job runs (what Ctrl-C in a
     terminal and ``timeout -s INT`` do): no traceback anywhere, the driver's last word is the one
     line, Snakemake ends by itself (its lock released, not left to a kill) and stops its warm
-    server, no job reads as failed, and the same command finishes as the uninterrupted refinement, bit for bit."""
+    server, no job reads as failed, and the same command finishes as the uninterrupted
+    refinement, bit for bit."""
     from attnsweep.errors import INTERRUPTED
 
     command = refine_command(tmp_path, "--cores", "1")
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
         proc = processes.start(command, cwd=tmp_path, stdout=out, stderr=err)
     deadline = time.monotonic() + processes.HANG_S
+    # A job's marker lives through its whole run (32 seeds, its store written), polled every 10 ms
     while not list(results(tmp_path).glob("runs/**/.*.running")):  # a simulate job has begun
         assert proc.poll() is None, (tmp_path / "err").read_text()[-3000:]
         assert time.monotonic() < deadline

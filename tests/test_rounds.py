@@ -41,7 +41,10 @@ except KeyboardInterrupt:
 @pytest.mark.parametrize("to_group", [True, False], ids=["group", "driver-alone"])
 def test_snakemake_gets_one_sigint_and_ends_before_the_interrupt_goes_on(tmp_path: Path, to_group: bool) -> None:
     count = tmp_path / "sigints"
-    grace = 2.0  # the child ends 0.5 s after its signal, well inside it when the group has it
+    # Group: a grace no run reaches (the child ends 0.5 s after its own signal), so however slow
+    # the machine, a second SIGINT could come only from passing the first on too early.
+    # Driver alone: 1 s, which the test waits out by design (a lower bound, not a speed).
+    grace = processes.HANG_S if to_group else 1.0
     driver = processes.start([sys.executable, "-c", DRIVER, str(grace), CHILD, str(count)],
                              stdout=subprocess.PIPE, text=True)
     assert driver.stdout.readline() == "ready\n"
