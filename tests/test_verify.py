@@ -13,6 +13,7 @@ import random
 import shutil
 import subprocess
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import processes
 import pytest
 import xarray as xr
 import yaml
+import zarr
 
 from attnsweep import aggregate, status
 from attnsweep.config import load_sweep
@@ -189,6 +191,36 @@ def test_aggregates_carry_checksums_and_every_chunk(pristine: Path) -> None:
     for name in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
         for meta in (pristine / "results" / EXP / name).glob("*/zarr.json"):
             assert "crc32c" in meta.read_text(), f"{name}/{meta.parent.name} has no crc32c codec"
+
+
+def test_aggregates_open_with_plain_xarray_and_no_warning(pristine: Path, tmp_path: Path) -> None:
+    """What the README promises: ``xr.open_zarr(path)``, nothing else, reads an aggregate as
+    attnsweep does, even with the marker file Snakemake leaves in a directory output (which zarr
+    warns is no zarr node when it lists the store) and without xarray's fallback warning."""
+    for name in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
+        store = tmp_path / name
+        shutil.copytree(pristine / "results" / EXP / name, store)
+        (store / ".snakemake_timestamp").touch()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            plain = xr.open_zarr(store).load()
+        xr.testing.assert_identical(plain, open_store(store).load())
+
+
+def test_an_aggregate_array_that_lost_its_metadata(tree: Path) -> None:
+    """Found from the store itself, not hidden by the copy in the root zarr.json."""
+    (tree / "results" / EXP / "sweep.zarr" / "lambda" / "zarr.json").unlink()
+    assert findings(tree) == [f"{EXP}/sweep.zarr: `lambda` has no zarr.json (its metadata lost)"]
+
+
+def test_a_consolidated_copy_that_differs_is_named(tree: Path) -> None:
+    """The root zarr.json's copy of the arrays' metadata is what plain xarray reads: a copy that no
+    longer matches an array's own zarr.json (changed in place, as zarr's own ``attrs`` updates
+    do, which leave the copy as it was) is found. (xarray's appends drop the copy instead.)"""
+    summary = tree / "results" / EXP / "summary.zarr"
+    zarr.open_array(summary / "lambda", mode="r+").attrs["units"] = "m"
+    assert findings(tree) == [f"{EXP}/summary.zarr: the copy of `lambda`'s metadata in its root zarr.json "
+                              "(consolidated, what xr.open_zarr reads) differs from `lambda/zarr.json`"]
 
 
 def test_a_chunk_of_only_nan_is_written_too(pristine: Path, tmp_path: Path) -> None:

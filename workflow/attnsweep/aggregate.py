@@ -14,7 +14,8 @@ file, what is wrong, the command that heals the tree): ``collect`` a run store t
 archive, holds another job than its name says or has an entry that fails its CRC-32 as it is
 read; the others an aggregate that fails :func:`attnsweep.verify.check_aggregate`, checked
 before it is read (a lost chunk would read back as NaN). The aggregates are written with a
-checksum on every chunk and every chunk written (:func:`attnsweep.store.write_aggregate`).
+checksum on every chunk and every chunk written (:func:`attnsweep.store.write_aggregate`), their
+metadata consolidated (:func:`attnsweep.store.consolidate`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from attnsweep.layout import is_file_store, quick_problem, root_attrs, zip_probl
 from attnsweep.store import (
     aggregate_writes,
     checked,
+    consolidate,
     open_store,
     provenance,
     raw_layout,
@@ -162,6 +164,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         simulated = xr.DataArray(filled, dims=list(grid)).transpose(*order)
         xr.Dataset({"simulated": simulated}).to_zarr(tmp, region={dim: slice(None) for dim in order},
                                                      zarr_format=3, consolidated=False)
+        consolidate(tmp)
 
     with _readers(workers) as pool, aggregate_writes():
         return write_with(lambda tmp: write(tmp, pool), out)

@@ -12,7 +12,9 @@ Two layouts, both opened by :func:`open_store`:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
   Every chunk of theirs carries zarr's own ``crc32c`` checksum (:data:`CHECKED`) and every chunk
   is written, fill value or not (:func:`aggregate_writes`), so that ``attnsweep verify`` can
-  tell a chunk lost or changed at rest (:mod:`attnsweep.verify`).
+  tell a chunk lost or changed at rest (:mod:`attnsweep.verify`). Their arrays' metadata is
+  also gathered into the root ``zarr.json`` (:func:`consolidate`), so that a plain
+  ``xr.open_zarr(path)`` reads it from one document.
 
 A store is written to a hidden temporary sibling (``.name.zarr.tmp-<pid>``) and renamed into
 place: ``rename`` within one directory is atomic on POSIX filesystems, so a killed job leaves
@@ -107,9 +109,28 @@ def write_aggregate(ds: xr.Dataset, path: str | Path, encoding: dict | None = No
 
 
 def write_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
-    """Write ``ds`` as a zarr v3 directory store at ``path`` via a temporary sibling and a rename."""
-    return write_with(lambda tmp: ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False,
-                                             encoding=encoding), path)
+    """Write ``ds`` as a zarr v3 directory store at ``path`` via a temporary sibling and a
+    rename, its metadata consolidated."""
+    def write(tmp: Path) -> None:
+        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+        consolidate(tmp)
+
+    return write_with(write, path)
+
+
+def consolidate(path: str | Path) -> None:
+    """Copy the metadata of every array of the directory store at ``path`` into its root
+    ``zarr.json`` (zarr-python's consolidated metadata), once the store is written.
+
+    A reader that uses it (``xr.open_zarr(path)`` does by default) opens the store from that one
+    document: no listing of the directory, where Snakemake leaves its ``.snakemake_timestamp``
+    (which zarr warns is no zarr node), and no warning from xarray that it fell back to listing.
+    Readers that do not know it list the arrays as before; ``attnsweep verify`` checks the copy
+    against each array's own ``zarr.json``.
+    """
+    with warnings.catch_warnings():  # zarr notes that Zarr v3's specification does not define it yet
+        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+        zarr.consolidate_metadata(str(path), zarr_format=3)
 
 
 def write_file(ds: xr.Dataset, path: str | Path) -> Path:

@@ -148,7 +148,7 @@ def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tupl
     try:
         with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp in a directory output
             warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
-            group = zarr.open_group(str(path), mode="r", zarr_format=3)
+            group = zarr.open_group(str(path), mode="r", zarr_format=3, use_consolidated=False)
             arrays = dict(group.arrays())
         metadata = {name: array.metadata.to_dict() for name, array in arrays.items()}
     except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
@@ -232,7 +232,7 @@ def check_aggregate(path: str | Path) -> list[Finding]:
     try:
         with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp, a directory without zarr.json
             warnings.filterwarnings("ignore", message=".*is not recognized as a component")
-            group = zarr.open_group(str(path), mode="r", zarr_format=3)
+            group = zarr.open_group(str(path), mode="r", zarr_format=3, use_consolidated=False)
             arrays = sorted(group.arrays())
     except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
         return [Finding(path, f"does not open as a zarr group ({type(err).__name__}: {str(err)[:120]})")]
@@ -240,6 +240,10 @@ def check_aggregate(path: str | Path) -> list[Finding]:
                   and entry.name not in dict(arrays))
     if lost:
         return [Finding(path, f"`{lost[0]}` has no zarr.json (its metadata lost)")]
+    stale = _stale_copy(path, dict(arrays))
+    if stale:
+        return [Finding(path, f"the copy of `{stale}`'s metadata in its root zarr.json (consolidated, what "
+                              f"xr.open_zarr reads) differs from `{stale}/zarr.json`")]
     for name, array in arrays:
         meta = array.metadata
         shape = meta.chunk_grid.chunk_shape
@@ -261,6 +265,22 @@ def check_aggregate(path: str | Path) -> list[Finding]:
     if not all(_checksummed(array) for _, array in arrays):
         return [Finding(path, NO_CHECKSUMS, bad=False)]
     return []
+
+
+def _stale_copy(path: Path, arrays: Iterable[str]) -> str | None:
+    """The first array whose copy in the root ``zarr.json`` (consolidated metadata) of the store
+    at ``path`` is not its own ``zarr.json``, or that only one of them has (None if they agree,
+    or if the store has no copy)."""
+    copy = json.loads(Path(path, "zarr.json").read_bytes()).get("consolidated_metadata")
+    if not copy:
+        return None
+    held, arrays = copy.get("metadata", {}), set(arrays)
+
+    def own(name: str) -> dict:
+        return json.loads(Path(path, name, "zarr.json").read_bytes())
+
+    return next((name for name in sorted(set(held) | arrays) if name not in arrays or held.get(name) != own(name)),
+                None)
 
 
 # --- a results tree -------------------------------------------------------------------------------
