@@ -8,6 +8,7 @@ missing is one line naming it and how to get it.
 The wheel built from the checkout's files, alone in a venv, validates and lists from any
 directory, and the project ``init`` makes there runs a tiny sweep to a report holding every
 figure; without its schema, the command line and snakemake say so in one line, status 1.
+Run from a source tree without an install, the package records its pyproject.toml's version.
 """
 
 from __future__ import annotations
@@ -155,3 +156,20 @@ def test_a_wheel_runs_a_project_anywhere(tmp_path: Path) -> None:
         line = f"attnsweep: missing {schema}, a file the package ships: reinstall attnsweep"
         assert broken.returncode == 1 and line in broken.stderr and "Traceback" not in broken.stderr, broken.stderr
         assert broken.stderr.splitlines()[-1].startswith(line), broken.stderr  # snakemake says first which profile
+
+
+def test_a_source_tree_without_an_install_records_its_version(tmp_path: Path) -> None:
+    """``python -S`` sees no site-packages, and a copy of the package has no egg-info beside it, so
+    no attnsweep is installed: the version stores record is then that of the pyproject.toml of the
+    tree it runs from, and ``0+unknown`` where the tree has none."""
+    def version_from(root: Path) -> str:
+        shutil.copytree(REPO / "workflow" / "attnsweep", root / "workflow" / "attnsweep",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import attnsweep; print(attnsweep.__version__)"
+        return subprocess.run([sys.executable, "-S", "-c", code, str(root / "workflow")], capture_output=True,
+                              text=True, check=True, cwd=root).stdout.strip()
+
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "pyproject.toml").write_text('[project]\nname = "attnsweep"\nversion = "9.8.7"\n')
+    assert version_from(tmp_path / "tree") == "9.8.7"
+    assert version_from(tmp_path / "bare") == "0+unknown"
