@@ -67,6 +67,7 @@ def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_every_value_it_r
     assert {x for x in new if x[0] == 0.2} == {(0.2, g, s) for g in (1.0, 1.01, 1.03, 2.0) for s in range(4, 8)}
     assert [d["action"] for d in assessment] == ["seeds", "locate"]
     assert assessment[0]["added"] == "seeds up to 8 at gamma 1, 1.01, 1.03, 2"
+    assert assessment[0]["seeds"] == 4  # the most any value of the span holds, before the round
 
 
 def test_seeds_fill_the_values_the_interval_reaches_up_to_the_most_any_holds() -> None:
@@ -77,7 +78,7 @@ def test_seeds_fill_the_values_the_interval_reaches_up_to_the_most_any_holds() -
     sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in range(8)])
     blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 1e9)
     assert {x for x in points(blocks) if x[0] == 0.2} == {(0.2, g, s) for g in (1.0, 2.0) for s in range(4, 8)}
-    assert assessment[0]["action"] == "seeds"
+    assert assessment[0]["action"] == "seeds" and assessment[0]["seeds"] == 8
 
 
 def test_precise_rows_get_nothing_and_the_round_says_why_it_stops() -> None:

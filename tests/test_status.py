@@ -97,3 +97,32 @@ def test_a_job_stopped_by_ctrl_c_is_interrupted_not_failed(tmp_path: Path) -> No
     log.write_text(f"2026-11-27 04:33:17 attnsweep critical_scaling: ... on cpu/float32\n{INTERRUPTED}\n")
     job = status.job_status("point", tmp_path / "job.zarr", log)
     assert (job.state, job.detail) == ("interrupted", "stopped by SIGINT (Ctrl-C)")
+
+
+def test_a_refinement_says_what_seeds_each_row_needs(tmp_path: Path) -> None:
+    """By the law of a seed-limited interval, half-width proportional to 1/sqrt(seeds): a row of 4
+    seeds with half-width 0.1 for a precision of 0.05 needs 4 (0.1/0.05)^2 = 16 seeds; one of
+    half-width 0.2 needs 64, more than max_seeds = 16, at which it ends at 0.2 sqrt(4/16) = 0.1,
+    twice the precision. A precise row, and a row of a record without seed counts, get neither."""
+    config = {"results": str(tmp_path / "results"), "experiments": {"critical_scaling": {
+        "n": [16], "d": [4], "rho": [0.2, 0.5, 0.8], "gamma": [1.0, 2.0], "seeds": 4,
+        "refine": {"precision": 0.05, "relative": False, "max_seeds": 16, "boundaries": ["gamma_star_lambda"]}}}}
+    plan = load_sweep(config).plans["critical_scaling"]
+
+    def row(rho, low, high, action, **seeds):
+        return {"boundary": "gamma_star_lambda", "row": f"n=16 d=4 rho={rho} alpha=0", "estimate": 1.5,
+                "low": low, "high": high, "wanted": 0.05, "action": action, **seeds}
+
+    record = {"rounds": [{"round": 1, "new_points": 8, "core_hours": 0.01, "blocks": [], "assessment": [
+        row(0.2, 1.4, 1.6, "seeds", seeds=4), row(0.5, 1.3, 1.7, "seeds", seeds=4),
+        row(0.8, 1.49, 1.51, "precise", seeds=4), row(0.9, 1.3, 1.7, "seeds")]}]}
+    folder = tmp_path / "results" / "critical_scaling"
+    folder.mkdir(parents=True)
+    (folder / "refine.json").write_text(json.dumps(record))
+    lines = status.refinement_lines(plan, tmp_path / "results")
+    rows = [line for line in lines if line.startswith("    ")]
+    assert rows[0].endswith(": seeds; 4 seeds, about 16 for the precision")
+    assert rows[1].endswith(": seeds; 4 seeds, about 64 for the precision (at max_seeds 16: 2 times it)")
+    assert rows[2].endswith(": precise") and rows[3].endswith(": seeds")
+    assert lines[-1] == ("  by the 1/sqrt(seeds) law, rows needing more than max_seeds = 16: 1 (up to 64 seeds), "
+                         "ending at 2 times the precision")

@@ -181,11 +181,13 @@ def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, ro
     if target.crossing:
         text += f", bracket [{format_value(a)}, {format_value(b)}]"
     urgency = half / wanted if wanted > 0 else math.inf
+    at = ([{**grid_row, target.crossing: v} for v in _span(present, a, b, low, high)] if target.crossing
+          else [grid_row])
+    count = max(len(have.seeds(p)) for p in at)
+    decision["seeds"] = count
     if half <= wanted and bracket <= wanted:
         return Proposal(set(), 0.0, {**decision, "action": "precise", "reason": text})
     points: set[tuple] = set()
-    at = ([{**grid_row, target.crossing: v} for v in _span(present, a, b, low, high)] if target.crossing
-          else [grid_row])
     more = any(_more_seeds(have, p, refine) for p in at)
     action = "seeds"
     if target.crossing and bracket > wanted and half <= bracket:
@@ -204,7 +206,6 @@ def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, ro
         points = {_point(plan, {**grid_row, target.crossing: v}, s) for v in new for s in seeds}
         added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
     else:
-        count = max(len(have.seeds(p)) for p in at)
         goal = min(2 * count, refine.max_seeds)
         for p in at:
             held = set(have.seeds(p))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from attnsweep.grid import SEED
 RECORD = "refine.json"
 TABLE = "refine.csv"
 COLUMNS = ("round", "boundary", "row", "action", "reason", "added", "new_points", "estimate", "low", "high",
-           "wanted", "estimate_after", "low_after", "high_after")
+           "wanted", "seeds", "estimate_after", "low_after", "high_after")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,15 @@ class RefineSettings:
     def refinable(self) -> set[str]:
         """Axes whose values refinement adds (and the seed)."""
         return {t.crossing for t in self.targets if t.crossing} | set(self.curve) | {SEED}
+
+
+def seeds_for(seeds: int, half: float, wanted: float) -> int:
+    """The seeds a row holding ``seeds`` with an interval of half-width ``half`` needs for
+    ``wanted``, by the law of a seed-limited interval, half-width proportional to
+    ``1/sqrt(seeds)`` (the seeds are independent samples of the crossing)."""
+    # the record's numbers carry 6 significant digits: no more in the ratio (0.1 from 1.6 - 1.4
+    # is 0.1000...09, and 16.000...1 seeds must not count as 17)
+    return math.ceil(float(f"{seeds * (half / wanted) ** 2:.6g}"))
 
 
 def settings(experiment: Experiment, seeds: int, section: dict[str, Any], options: dict[str, Any],

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from attnsweep.errors import INTERRUPTED
 from attnsweep.grid import format_value
 from attnsweep.layout import complete, quick_problem
-from attnsweep.refine_record import load_record
+from attnsweep.refine_record import load_record, seeds_for
 
 if TYPE_CHECKING:
     from attnsweep.config import Sweep
@@ -238,10 +238,26 @@ def refinement_lines(plan: Plan, results: str | Path) -> list[str]:
         lines.append(f"  stopped: {latest['reason']}")
     else:
         lines.append(f"  round {latest['round']} is decided; its points run on the next attnsweep refine")
+    cap = plan.refine.max_seeds
+    short = []  # (seeds needed, half-width over the precision at max_seeds) of rows max_seeds stops
     for d in latest["assessment"]:
         if d["estimate"] == "":
             continue
         half = (d["high"] - d["low"]) / 2 if d["low"] != "" and d["high"] != "" else math.inf
-        lines.append(f"    {d['boundary']} {d['row']}: {format_value(d['estimate'])} "
-                     f"[{d['low']}, {d['high']}] half-width {half:.3g} vs {d['wanted']}: {d['action']}")
+        line = (f"    {d['boundary']} {d['row']}: {format_value(d['estimate'])} "
+                f"[{d['low']}, {d['high']}] half-width {half:.3g} vs {d['wanted']}: {d['action']}")
+        held = d.get("seeds")  # absent from records of earlier versions
+        if held and math.isfinite(half) and half > d["wanted"] > 0:
+            need = seeds_for(held, half, d["wanted"])
+            line += f"; {held} seeds, about {need} for the precision"
+            if need > cap:
+                ratio = half * math.sqrt(held / cap) / d["wanted"]
+                short.append((need, ratio))
+                line += f" (at max_seeds {cap}: {ratio:.2g} times it)"
+        lines.append(line)
+    if short:
+        needs, ratios = zip(*short)
+        ends = sorted({f"{min(ratios):.2g}", f"{max(ratios):.2g}"}, key=float)
+        lines.append(f"  by the 1/sqrt(seeds) law, rows needing more than max_seeds = {cap}: {len(short)} (up to "
+                     f"{max(needs)} seeds), ending at {'-'.join(ends)} times the precision")
     return lines
