@@ -78,11 +78,19 @@ def test_finite_size_plots_scaled_boundary_and_simplex(across):
     simplex = [line for line in lines if line.get_linestyle() == "--"]
     assert len(measured) == len(simplex) == bnd.sizes["rho"]
     first = bnd.isel({other: 0}).sel(alpha=0.0)
+    values = bnd[across].values
+    np.testing.assert_array_equal(ax.get_xticks(), values)  # ticks at the sizes run
+    offsets = []
     for k, rho in enumerate(bnd["rho"].values):
         want = first["gamma_star_lambda"].sel(rho=rho).values * (1 - rho)
-        np.testing.assert_allclose(measured[k].get_xdata(), bnd[across].values)
+        # each rho's points sit one factor off the values (apart from the other rho's on the log axis)
+        ratio = measured[k].get_xdata() / values
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
+        offsets.append(ratio[0])
         np.testing.assert_allclose(measured[k].get_ydata(), want)
+        np.testing.assert_allclose(simplex[k].get_xdata(), values)
         np.testing.assert_allclose(simplex[k].get_ydata(), want * 0.9)
+    assert len(set(offsets)) == len(offsets) and all(0.9 < r < 1.1 for r in offsets)
 
 
 def test_finite_size_over_n_only_with_several_n():

@@ -10,6 +10,7 @@ import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from attnsweep.crossing import error_bars
 from attnsweep.grid import format_value, format_values
@@ -46,7 +47,8 @@ def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: boo
     rows = "top: from lambda, bottom: from eta" if with_eta else "from lambda; eta not computed"
     return (
         f"Finite-size approach to the critical line: gamma* (1 - rho) against {along} ({rows}), "
-        "for up to six rho (colour), with 95% bootstrap intervals. Thin dashed, the same "
+        "for up to six rho (colour, each drawn slightly apart along the axis so that the bars do not "
+        f"overlap; ticks at the {across} run), with 95% bootstrap intervals. Thin dashed, the same "
         "colour: the same boundary on the finite-n simplex (exact for d >= n; below, the formula "
         "continued in d). Dotted: 1, the limit of Theorem 2.1 as n grows."
     )
@@ -126,18 +128,21 @@ def finite_size(summary: xr.Dataset, boundary: xr.Dataset, across: str = "d",
     for col, value in enumerate(panels):
         for row, obs in enumerate(observables):
             ax = axes[row, col]
-            for rho in rhos:
+            for i, rho in enumerate(rhos):
                 sel = bnd.sel({other: value, "rho": rho})
                 scale = 1 - rho
                 star = sel[f"gamma_star_{obs}"].values * scale
                 err = error_bars(star, sel[f"gamma_star_{obs}_low"].values * scale,
                                  sel[f"gamma_star_{obs}_high"].values * scale)
-                ax.errorbar(x, star, yerr=err, fmt="-o", ms=3.5, capsize=2, color=colour(rho),
+                dodge = 10 ** (0.012 * (i - (len(rhos) - 1) / 2))  # side by side, not one bar over another
+                ax.errorbar(x * dodge, star, yerr=err, fmt="-o", ms=3.5, capsize=2, color=colour(rho),
                             label=rf"$\rho$ = {format_value(rho)}")
                 simplex = sel[f"gamma_star_{obs}_simplex"].broadcast_like(sel[f"gamma_star_{obs}"]).values * scale
                 ax.plot(x, simplex, "--", lw=0.8, color=colour(rho))
             ax.axhline(1.0, color="k", lw=1, ls=":")
             ax.set(xscale="log", title=f"{obs}, {other} = {int(value)}")
+            ax.set_xticks(x, [format_value(v) for v in x])  # the sizes run, not powers of ten between them
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_ylabel(SCALED[obs])
         axes[-1, col].set_xlabel(across)
     axes[0, 0].legend(fontsize=7)
