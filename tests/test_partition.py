@@ -10,6 +10,7 @@ distinct numbers across seeds.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ import torch
 
 from attnsweep.aggregate import collect
 from attnsweep.config import load_sweep
-from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens
+from attnsweep.experiments.critical_scaling import simulate
+from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens, prepare
 from attnsweep.jobs import run_job
 from attnsweep.store import open_store
 
@@ -72,6 +74,24 @@ def test_partition_gives_identical_sweeps(sweeps, other):
         assert ds[var].dims == ref[var].dims, var
         assert not np.isnan(ref[var].values).any(), f"{var}: unfilled cells after collect"
         np.testing.assert_array_equal(ds[var].values, ref[var].values, err_msg=var)
+
+
+def test_drawing_ahead_changes_no_number(sweeps, tmp_path, monkeypatch):
+    """On a GPU a job draws the next (n, d, seed) on a worker thread while the device computes:
+    forced on the CPU here, the single job's 8 systems are all drawn on that thread, and its
+    sweep equals the per-(n, d, seed) cut bit for bit."""
+    threads = []
+
+    def recording(*args):
+        threads.append(threading.current_thread().name)
+        return prepare(*args)
+
+    monkeypatch.setattr(simulate, "DRAW_AHEAD_ON", frozenset({"cpu"}))
+    monkeypatch.setattr(simulate, "prepare", recording)
+    ahead = run_plan(plan([]), tmp_path)
+    assert len(threads) == 8 and all(name.startswith("attnsweep-draw") for name in threads)
+    for var in sweeps["per_point"].data_vars:
+        np.testing.assert_array_equal(ahead[var].values, sweeps["per_point"][var].values, err_msg=var)
 
 
 def test_sweep_covers_grid(sweeps):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -60,6 +62,48 @@ def draw_probes(n: int, d: int, seed: int, count: int) -> torch.Tensor:
     return torch.randint(0, 2, (count, n, d), generator=gen, dtype=torch.int8) * 2 - 1
 
 
+class Draws(NamedTuple):
+    """Everything random about one (n, d, seed), on the CPU (:func:`prepare`)."""
+
+    z0: torch.Tensor  # (d,) or (n + 1,) in span coordinates, float64
+    z: torch.Tensor  # (n, d) or (n, n + 1)
+    probes: torch.Tensor | None  # (probes, n, d) int8, Hutchinson only
+    lambda_pairs: tuple[torch.Tensor, torch.Tensor] | None  # sampled pairs, None: all pairs
+    quantile_tokens: torch.Tensor  # tokens whose pairs give the cosine quantiles
+
+
+def prepare(n: int, d: int, seed: int, opts: dict[str, Any]) -> Draws:
+    """The draws of one (n, d, seed): tokens (in the span of the tokens where d > n + 1 and eta
+    needs no probes in R^d), probes, sampled pairs and quantile tokens."""
+    z0, z = draw_tokens(n, d, seed, opts["noise"])
+    hutchinson = opts["eta_method"] == "hutchinson"
+    if not hutchinson and d > n + 1:  # no probes in R^d: the tokens' span suffices
+        z0, z = kernel.span_coordinates(z0, z)
+    probes = draw_probes(n, d, seed, opts["probes"]) if hutchinson else None
+    return Draws(z0, z, probes, *samples(n, seed, opts))
+
+
+#: Devices on which a job draws the next (n, d, seed)'s tokens on a CPU thread while the device
+#: computes the current one. A draw is serial (one generator stream): about 1 s for n = 65536,
+#: d = 1024, during which a GPU would wait; on the CPU it would only take cores from the layer.
+DRAW_AHEAD_ON = frozenset({"cuda"})
+
+
+def draws(keys: list[tuple[int, int, int]], opts: dict[str, Any], ahead: bool) -> Iterator[Draws]:
+    """:func:`prepare` of each (n, d, seed) of ``keys`` in order; with ``ahead`` the next one is
+    drawn on a worker thread (torch releases the GIL while it draws) while the caller uses this one.
+    The draws are the same either way: each comes from its own generator."""
+    if not ahead or len(keys) < 2:
+        yield from (prepare(*key, opts) for key in keys)
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="attnsweep-draw") as pool:
+        following = pool.submit(prepare, *keys[0], opts)
+        for key in keys[1:]:
+            current, following = following, pool.submit(prepare, *key, opts)
+            yield current.result()
+        yield following.result()
+
+
 def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: torch.dtype,
              progress: bool = True) -> xr.Dataset:
     """One job: every observable at every (n, d, seed, rho, gamma, alpha) of ``job``."""
@@ -80,29 +124,30 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     plateau = np.full(shape[:4], nan)
     alpha_t = torch.tensor(alphas, dtype=dtype, device=device)
 
-    steps = itertools.product(enumerate(ns), enumerate(ds), enumerate(seeds), enumerate(rhos))
-    total = math.prod(shape[:4])
-    for (a, n), (b, d), (s, seed), (r, rho) in tqdm(
-        steps, total=total, desc=NAME, disable=not progress, mininterval=5
-    ):
-        if r == 0:  # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
-            z0, z = draw_tokens(n, d, seed, opts["noise"])
-            if not hutchinson and d > n + 1:  # no probes in R^d: the tokens' span suffices
-                z0, z = kernel.span_coordinates(z0, z)
-            z0, z = z0.to(device, dtype), z.to(device, dtype)
-            probes = draw_probes(n, d, seed, opts["probes"]).to(device) if hutchinson else None  # int8
-            lambda_pairs, quantile_tokens = samples(n, seed, opts, device)
-            beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
-        x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
-        obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d, eta=with_eta)
-        lam[a, b, s, r] = obs.lam.double().cpu().numpy()
-        eta[a, b, s, r] = obs.eta.double().cpu().numpy()
-        if hutchinson:
-            eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
-        cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
-        n_eff[a, b, s, r] = obs.n_eff.double().cpu().numpy()
-        cos_in[a, b, s, r] = obs.cos_in.double().cpu().numpy()
-        plateau[a, b, s, r] = obs.eta_plateau.item()
+    systems = list(itertools.product(enumerate(ns), enumerate(ds), enumerate(seeds)))
+    keys = [(n, d, seed) for (_, n), (_, d), (_, seed) in systems]
+    bar = tqdm(total=math.prod(shape[:4]), desc=NAME, disable=not progress, mininterval=5)
+    # draws depend on (n, d, seed) only: common random numbers over rho, gamma, alpha
+    for ((a, n), (b, d), (s, _)), drawn in zip(systems, draws(keys, opts, device.type in DRAW_AHEAD_ON)):
+        z0, z = drawn.z0.to(device, dtype), drawn.z.to(device, dtype)
+        probes = drawn.probes.to(device) if hutchinson else None  # int8
+        lambda_pairs = None if drawn.lambda_pairs is None else tuple(t.to(device) for t in drawn.lambda_pairs)
+        quantile_tokens = drawn.quantile_tokens.to(device)
+        beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
+        for r, rho in enumerate(rhos):
+            x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
+            obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d,
+                                 eta=with_eta)
+            lam[a, b, s, r] = obs.lam.double().cpu().numpy()
+            eta[a, b, s, r] = obs.eta.double().cpu().numpy()
+            if hutchinson:
+                eta_probe[a, b, s, r] = obs.eta_probe.double().cpu().numpy()
+            cos_out[a, b, s, r] = obs.cos_out.double().cpu().numpy()
+            n_eff[a, b, s, r] = obs.n_eff.double().cpu().numpy()
+            cos_in[a, b, s, r] = obs.cos_in.double().cpu().numpy()
+            plateau[a, b, s, r] = obs.eta_plateau.item()
+            bar.update()
+    bar.close()
 
     ds_ = xr.Dataset(
         {
@@ -140,14 +185,14 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     return ds_
 
 
-def samples(n: int, seed: int, opts: dict[str, Any], device: torch.device):
+def samples(n: int, seed: int, opts: dict[str, Any]) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, torch.Tensor]:
     """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
     lambda_pairs = None
     if subsampled(n, opts, "pair_subsample_n"):
         gen = rng.generator(NAME, {"n": n}, seed, "lambda_pairs")
-        lambda_pairs = tuple(t.to(device) for t in kernel.pair_sample(n, opts["pair_samples"], gen))
+        lambda_pairs = kernel.pair_sample(n, opts["pair_samples"], gen)
     tokens = torch.arange(n)
     if subsampled(n, opts, "quantile_tokens"):
         gen = rng.generator(NAME, {"n": n}, seed, "quantile_tokens")
         tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
-    return lambda_pairs, tokens.to(device)
+    return lambda_pairs, tokens
