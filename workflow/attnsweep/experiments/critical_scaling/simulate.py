@@ -84,7 +84,7 @@ def prepare(n: int, d: int, seed: int, opts: dict[str, Any]) -> Draws:
 
 
 #: Devices on which a job draws the next (n, d, seed)'s tokens on a CPU thread while the device
-#: computes the current one. A draw is serial (one generator stream): about 1 s for n = 65536,
+#: computes the current one. A draw is serial (one generator stream): 1.2 s for n = 65536,
 #: d = 1024, during which a GPU would wait; on the CPU it would only take cores from the layer.
 DRAW_AHEAD_ON = frozenset({"cuda"})
 
