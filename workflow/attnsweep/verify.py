@@ -240,7 +240,7 @@ def check_aggregate(path: str | Path) -> list[Finding]:
                   and entry.name not in dict(arrays))
     if lost:
         return [Finding(path, f"`{lost[0]}` has no zarr.json (its metadata lost)")]
-    stale = _stale_copy(path, dict(arrays))
+    stale = _stale_copy(path, [name for name, _ in arrays])
     if stale:
         return [Finding(path, f"the copy of `{stale}`'s metadata in its root zarr.json (consolidated, what "
                               f"xr.open_zarr reads) differs from `{stale}/zarr.json`")]
