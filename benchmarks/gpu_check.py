@@ -51,7 +51,7 @@ Files: ``--out DIR``/gpu_check.md (one table) and gpu_check.json (every number),
 each section, so a run stopped part-way leaves what it finished; the table is printed last.
 
 The authors' file. It is never committed: put a copy in an ignored folder of the repository,
-which the device tool carries (``.authors/`` is listed in .git/info/exclude)::
+which the device tool carries (``.authors/`` is listed in .gitignore)::
 
     git -C CLONE show 538ba839f7fc03d042e03ad7b557c220defc4148:phase-diagrams.py > .authors/phase-diagrams.py
 
