@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -71,6 +72,10 @@ def test_expand_rejects_bad_specs():
         expand({"start": 2, "stop": 1, "step": 0.5}, "k")
     with pytest.raises(ConfigError, match="^k: "):
         expand("abc", "k")
+    with warnings.catch_warnings():  # refused before numpy overflows (it warned, then gave nan)
+        warnings.simplefilter("error")
+        with pytest.raises(ConfigError, match="^k: start -1e\\+308 to stop 1e\\+308 spans more than a float holds"):
+            expand({"start": -1e308, "stop": 1e308, "num": 3}, "k")
 
 
 @pytest.mark.parametrize(

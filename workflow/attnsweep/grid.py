@@ -151,6 +151,9 @@ def expand(spec: Any, key: str, limit: float = math.inf) -> list[float]:
             if start <= 0 or stop <= 0:
                 raise ConfigError(key, "log spacing needs start > 0 and stop > 0")
             values = np.geomspace(start, stop, num).tolist()
+        elif not math.isfinite(stop - start):
+            span = f"start {format_value(start)} to stop {format_value(stop)}"
+            raise ConfigError(key, f"{span} spans more than a float holds")
         else:
             values = np.linspace(start, stop, num).tolist()
     elif isinstance(spec, dict) and "step" in spec:
