@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -300,6 +301,19 @@ def test_bootstrap_interval_covers_the_truth() -> None:
     never = np.r_[[np.full(50, np.nan)], replicates[1:]]
     unfinished = theory.bootstrap_fit(K, np.r_[np.nan, samples[1:].mean(1)], never)
     assert np.isfinite(np.array(unfinished)).all()  # a K that never crossed drops out of both fits
+
+
+def test_a_flat_replicate_has_a_slope_but_no_k0() -> None:
+    """A replicate that crossed at t = 0 at every K fits the line t* = 0: B = 0 and no K_0 (it was
+    0/0, with numpy's warning). It counts in B's interval and not in K_0's."""
+    K = np.array([2.0, 3.0])
+    replicates = np.array([[10.0, 0.0, 10.0], [20.0, 0.0, 30.0]])  # lines (B, K_0): (10, 1), flat, (20, 1.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = theory.bootstrap_fit(K, np.array([10.0, 20.0]), replicates)
+    assert (fit.B, fit.K0) == pytest.approx((10.0, 1.0), rel=1e-12)
+    assert 0.0 <= fit.B_low < 10.0 < fit.B_high <= 20.0  # percentiles of {0, 10, 20}
+    assert 1.0 <= fit.K0_low < fit.K0_high <= 1.5  # percentiles of {1, 1.5}
 
 
 # ------------------------------------------------------------------ Lemma 6.1

@@ -249,7 +249,7 @@ def tstar_fit(K: ArrayLike, omega: ArrayLike) -> FloatArray:
 
 def _fit_lines(K: FloatArray, tstar: FloatArray, weights: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Weighted least squares of every column of tstar (n_K, R) on ``B K - B K_0``; NaN for columns
-    with a non-finite entry."""
+    with a non-finite entry, and K_0 NaN where the line is flat (B = 0: no K_0)."""
     finite = np.isfinite(tstar).all(0)
     root = np.sqrt(weights)[:, None]
     design = np.stack([K, np.ones_like(K)], -1) * root
@@ -257,7 +257,10 @@ def _fit_lines(K: FloatArray, tstar: FloatArray, weights: FloatArray) -> tuple[F
     if finite.any():
         coef[:, finite] = np.linalg.lstsq(design, tstar[:, finite] * root, rcond=None)[0]
     slope, intercept = coef
-    return slope, -intercept / slope
+    tilted = np.isfinite(slope) & (slope != 0)
+    K0 = np.full_like(slope, np.nan)
+    K0[tilted] = -intercept[tilted] / slope[tilted]
+    return slope, K0
 
 
 def fit_linear_in_K(K: ArrayLike, tstar: ArrayLike, weights: ArrayLike | None = None) -> tuple[float, float]:
@@ -298,11 +301,18 @@ def bootstrap_fit(K: ArrayLike, tstar: ArrayLike, replicates: ArrayLike, level: 
     replicates = np.asarray(replicates, dtype=np.float64)[keep]
     B_boot, K0_boot = _fit_lines(K[keep], replicates, np.ones(int(keep.sum())))
     q = 100.0 * np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    if np.isfinite(B_boot).any():
-        (B_low, B_high), (K0_low, K0_high) = np.nanpercentile(B_boot, q), np.nanpercentile(K0_boot, q)
-    else:
-        B_low = B_high = K0_low = K0_high = math.nan
-    return LineFit(B, K0, float(B_low), float(B_high), float(K0_low), float(K0_high))
+    B_low, B_high = _percentiles(B_boot, q)
+    K0_low, K0_high = _percentiles(K0_boot, q)
+    return LineFit(B, K0, B_low, B_high, K0_low, K0_high)
+
+
+def _percentiles(values: FloatArray, q: FloatArray) -> tuple[float, float]:
+    """The ``q`` percentiles of the finite ``values``; NaN if none is."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return math.nan, math.nan
+    low, high = np.percentile(finite, q)
+    return float(low), float(high)
 
 
 # --------------------------------------------------------------------------- Lemma 6.1
