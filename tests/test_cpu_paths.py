@@ -60,6 +60,17 @@ def test_processes_timing_at_once_agree(cache: Path) -> None:
     assert all(s == json.loads(kept.read_text())["paths"] for s in said)
 
 
+def test_the_key_does_not_depend_on_what_else_the_process_imported(cache: Path) -> None:
+    """scipy's wheels load their own copy of OpenBLAS: a job that imported scipy first must find
+    the same cache file as one that did not, or the two time the CPU apart and may choose apart."""
+    code = ("import json, sys; {}from threadpoolctl import threadpool_info; from attnsweep.dynamics import cpu_paths; "
+            "print(json.dumps([len(threadpool_info()), str(cpu_paths.cache_file())]))")
+    said = [json.loads(processes.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
+                                     check=True).stdout) for first in ("", "import scipy.linalg; ")]
+    assert said[1][0] > said[0][0]  # scipy did bring another library (else this test would test nothing)
+    assert said[1][1] == said[0][1]
+
+
 def test_a_forced_path_and_bad_input(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cpu_paths.FORCE, "torch")
     assert cpu_paths.choices() == dict.fromkeys(EVERY, "torch") and not cache.exists()

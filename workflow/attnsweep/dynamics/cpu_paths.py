@@ -116,8 +116,11 @@ def dispatch() -> dict[str, str]:
     """What decides the speed of the candidates on this host: its name and CPU, numpy's and
     torch's versions and the vector code each dispatches to (numpy's enabled SIMD features,
     torch's CPU capability; ``NPY_DISABLE_CPU_FEATURES`` and ``ATEN_CPU_CAPABILITY`` change them),
-    and OpenBLAS's kernel set (``OPENBLAS_CORETYPE``)."""
-    blas = sorted(f"{i['internal_api']} {i.get('architecture')}" for i in threadpool_info() if i["user_api"] == "blas")
+    and OpenBLAS's kernel set (``OPENBLAS_CORETYPE``). Each distinct BLAS once: a process that has
+    imported scipy holds a second copy of the same OpenBLAS, and its key must not differ for that
+    (it did, and two processes timed apart could take different paths and differ in the last bits)."""
+    blas = sorted({f"{i['internal_api']} {i.get('architecture')}" for i in threadpool_info()
+                   if i["user_api"] == "blas"})
     return {"host": platform.node(), "cpu": cpu_model(), "numpy": np.__version__, "torch": torch.__version__,
             "numpy_simd": " ".join(sorted(name for name, on in features.items() if on)),  # the CPU's
             # numpy's dispatch skips these (the list above does not show it)
