@@ -21,7 +21,7 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from attnsweep.store import open_store
+from attnsweep.layout import root_attrs
 
 
 def jobs(runs: Path, since: datetime | None) -> list[dict]:
@@ -30,7 +30,7 @@ def jobs(runs: Path, since: datetime | None) -> list[dict]:
     for path in sorted(runs.rglob("*.zarr")):
         if path.name.startswith(".") or since and path.stat().st_mtime < since.timestamp():
             continue  # a dotted name is a job still running (or killed): not finished
-        attrs = open_store(path).attrs
+        attrs = root_attrs(path)  # the root zarr.json alone, either layout
         spec = json.loads(attrs["job"])
         found.append({"grid": spec["grid"], "seeds": len(spec["seeds"]), "wall_time_s": float(attrs["wall_time_s"])})
     return found

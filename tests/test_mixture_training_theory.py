@@ -311,6 +311,7 @@ def test_a_flat_replicate_has_a_slope_but_no_k0() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fit = theory.bootstrap_fit(K, np.array([10.0, 20.0]), replicates)
+    # a least-squares line through two points of small integers: a few ulp (1e-16 each) of roundoff
     assert (fit.B, fit.K0) == pytest.approx((10.0, 1.0), rel=1e-12)
     assert 0.0 <= fit.B_low < 10.0 < fit.B_high <= 20.0  # percentiles of {0, 10, 20}
     assert 1.0 <= fit.K0_low < fit.K0_high <= 1.5  # percentiles of {1, 1.5}
