@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -114,8 +115,15 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Adopt orphaned descendants (tests/processes.py), so that the session's end sees them all."""
+    """Adopt orphaned descendants (tests/processes.py), so that the session's end sees them all.
+
+    And give the tests' processes SIGINT as a terminal's user has it: a runner that started pytest
+    with SIGINT ignored (a script's background job, ``pytest ... &``) passes the ignore on through
+    every exec, and the tests of Ctrl-C would signal processes that cannot hear it (a handler, unlike
+    an ignore, is reset to the default by exec)."""
     processes.adopt_orphans()
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True)
