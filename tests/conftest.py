@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,20 +38,36 @@ def tiny(experiment: str) -> dict:
     return yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())
 
 
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The directory ``name`` that ``make`` fills, made once per test session however many xdist
+    workers ask: the first takes a file lock and makes it, the others wait for it and share it
+    (pytest-xdist's recipe for a session fixture run once); a worker whose ``make`` failed leaves
+    it to the next to try afresh."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's base is a folder of the session's
+        root = root.parent
+    path, done = root / name, root / f"{name}.done"
+    # A hang guard: a tiny run or refinement takes under a minute (processes.HANG_S says why it is ten).
+    with FileLock(root / f"{name}.lock", timeout=processes.HANG_S):
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            make(path)
+            done.touch()
+    return path
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``tiny_run(experiment)``: the directory of one uninterrupted Snakemake run of the tiny
     config, figures included, made on first use and shared read-only by every test after it."""
     from workflow_runs import prepare, run_ok
 
-    done: dict[str, Path] = {}
-
     def run(experiment: str) -> Path:
-        if experiment not in done:
-            workdir = prepare(tmp_path_factory.mktemp(experiment), tiny(experiment))
-            run_ok(workdir, name="reference")
-            done[experiment] = workdir
-        return done[experiment]
+        make = lambda workdir: run_ok(prepare(workdir, tiny(experiment)), name="reference")
+        return made_once(tmp_path_factory, f"tiny-{experiment}", make)
 
     return run
 
@@ -80,10 +97,12 @@ def refine_command(workdir: Path, *args: str) -> list[str]:
 def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory of one uninterrupted local refinement of tests/tiny_configs/refine.yaml
     (one core), shared read-only by the refinement and SLURM suites."""
-    workdir = tmp_path_factory.mktemp("refine-reference")
-    done = processes.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return workdir
+
+    def make(workdir: Path) -> None:
+        done = processes.run(refine_command(workdir, "--cores", "1"), cwd=workdir, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "refine-reference", make)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
