@@ -261,7 +261,7 @@ def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch
 
     section = {"n": [5, 7], "d": [2, 9], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
                "t_max": 2.0, "outputs": 5, "matrices": matrices, "integrator": "rk4"}
-    sweeps = {}
+    sweeps, before = {}, torch.get_num_threads()  # run_job sets the process's threads
     for name, top, wildcards in (("single", {"block_mib": 8}, []),
                                  ("fanned", {"block_mib": 8}, ["n", "d", "seed", "beta"]),
                                  ("chunked", {"block_mib": 1}, ["n", "d"]),
@@ -276,7 +276,7 @@ def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch
         runs = [run_job(spec, folder / "runs" / f"{path}.zarr", device="cpu", threads=threads, progress=False)
                 for path, spec in plan.jobs().items()]
         sweeps[name] = open_store(collect(runs, folder / "sweep.zarr")).load()
-    torch.set_num_threads(2)
+    torch.set_num_threads(before)
     ref = sweeps["single"]
     assert not np.isnan(ref["clustered"].values).any()
     for other in ("fanned", "chunked", "one thread"):
