@@ -15,6 +15,7 @@ import subprocess
 import sys
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -394,7 +395,6 @@ def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> 
 # --- the heal path, end to end (slow) -----------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = REPO / "tests" / "tiny_configs" / "critical_scaling.yaml"
 # Attrs that record how and where a store was made, not what it holds.
 PROVENANCE = {"wall_time_s", "peak_rss_mib", "git_commit", "hostname", "run_wall_time_s_total"}
 
@@ -430,15 +430,15 @@ def mtimes(results: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_bad_stores_are_refused_then_healed(tmp_path: Path) -> None:
-    """The issue's sequence on the tiny sweep: a run store cut short after the sweep finished
-    makes collect fail in one line, and a second run fails again rather than say "Nothing to be
-    done"; status says why; `verify --quarantine` then `snakemake` recomputes that job and the
-    aggregates alone, to stores equal to the untouched run's. Then a chunk of sweep.zarr lost:
-    the aggregates alone are rebuilt, no job."""
-    shutil.copy(TINY, tmp_path / "config.yaml")
+def test_bad_stores_are_refused_then_healed(tmp_path: Path, tiny_run: Callable[[str], Path]) -> None:
+    """The issue's sequence on the tiny sweep (a copy of the shared tiny run, Snakemake's records
+    included): a run store cut short after the sweep finished makes collect fail in one line, and a
+    second run fails again rather than say "Nothing to be done"; status says why; `verify
+    --quarantine` then `snakemake` recomputes that job and the aggregates alone, to stores equal to
+    the untouched run's. Then a chunk of sweep.zarr lost: the aggregates alone are rebuilt, no job."""
+    shutil.copytree(tiny_run(EXP), tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.out", "locks"))
     code, out = snakemake(tmp_path)
-    assert code == 0, out[-3000:]
+    assert code == 0 and "Nothing to be done" in out, out[-3000:]
     results = tmp_path / "results"
     want, before = snapshot(results), mtimes(results)
     config = str(tmp_path / "config.yaml")
