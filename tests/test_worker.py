@@ -99,22 +99,9 @@ def server(tmp_path_factory):
     os.rmdir(directory)
 
 
-def test_server_store_equals_fresh_process(server: Server, tmp_path: Path) -> None:
-    text = spec()
-    warm, cold = job(text, tmp_path / "warm.zarr", server.socket), job(text, tmp_path / "cold.zarr", None)
-    for proc in (warm, cold):
-        _, err = proc.communicate(timeout=processes.HANG_S)
-        assert proc.returncode == 0, err
-    a, b = open_store(tmp_path / "warm.zarr").load(), open_store(tmp_path / "cold.zarr").load()
-    for var in a.data_vars:
-        np.testing.assert_array_equal(a[var].values, b[var].values, err_msg=var)
-    assert a.attrs["job"] == b.attrs["job"]
-
-
 @pytest.mark.slow  # two processes a job, each importing torch
 @pytest.mark.parametrize("experiment", registry.names())
-def test_every_experiment_in_the_server_equals_a_fresh_process(server: Server, tmp_path: Path,
-                                                                experiment: str) -> None:
+def test_server_store_equals_fresh_process(server: Server, tmp_path: Path, experiment: str) -> None:
     """Each experiment's tiny job (tests/tiny_configs) served warm and run in a fresh process, as on
     a SLURM node: the same store bit for bit. The warm server has imported every experiment and the
     fresh process only one; a choice that depends on what a process imported (cpu_paths' host key
@@ -126,7 +113,7 @@ def test_every_experiment_in_the_server_equals_a_fresh_process(server: Server, t
         _, err = proc.communicate(timeout=processes.HANG_S)
         assert proc.returncode == 0, err
     a, b = open_store(tmp_path / "warm.zarr").load(), open_store(tmp_path / "cold.zarr").load()
-    assert a.data_vars
+    assert a.data_vars and a.attrs["job"] == b.attrs["job"]
     for var in a.data_vars:
         np.testing.assert_array_equal(a[var].values, b[var].values, err_msg=var)
 
