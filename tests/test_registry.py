@@ -4,8 +4,10 @@ One statement of each experiment fact: the config schema's experiment sections a
 from the experiments, each axis's domain and default from its ``Axis``, the rest from the
 experiment's ``options_schema``. Independent truths: every default expands to values inside its
 axis's domain; the composed section holds exactly the axes, the shared keys and the options; an
-option that shadows an axis is refused. Installed experiments: the template of docs/extending.md, installed
-with pip, runs through the workflow to its boundary and figure; a broken one is one line.
+option that shadows an axis is refused; each experiment has a tiny config (the end-to-end tests'),
+and planning a run of every experiment imports neither torch nor matplotlib. Installed
+experiments: the template of docs/extending.md, installed with pip, runs through the workflow to
+its boundary and figure; a broken one is one line.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import pandas as pd
 import processes
 import pytest
 import yaml
-from conftest import doc_files
+from conftest import CONFIGS, doc_files
 from figcheck import check_figure
 
 from attnsweep import registry
-from attnsweep.config import experiment_defaults, plan_experiment, schema
+from attnsweep.config import experiment_defaults, load_sweep, load_yaml, plan_experiment, schema
 from attnsweep.grid import Axis, expand
 from attnsweep.registry import Experiment
 from attnsweep.store import open_store
@@ -86,6 +88,31 @@ def test_schema_command_prints_the_composed_schema() -> None:
     bad = processes.run([*run, "mixture"], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown experiment 'mixture'" in bad.stderr
 
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_has_a_tiny_config(name: str, tmp_path: Path) -> None:
+    """The end-to-end, worker and SLURM tests run each experiment from its tiny config."""
+    path = CONFIGS / f"{name}.yaml"
+    assert path.exists(), f"add tests/tiny_configs/{name}.yaml for the experiment {name}"
+    config = {**load_yaml(path), "results": str(tmp_path / "results")}  # no refinement record of the checkout's
+    assert list(load_sweep(config).plans) == [name]
+
+
+def test_planning_a_run_imports_neither_torch_nor_matplotlib(tmp_path: Path) -> None:
+    """Snakemake plans every run (a dry run, `--report`, each SLURM job's own Snakemake) from the
+    experiments' grids, cost models and captions; torch and matplotlib are for the jobs. Importing
+    them there doubled a dry run of the default config (1.8 to 3.8 s: benchmarks/RESULTS.md).
+    scipy may come: mixture_training's stage lengths ("auto") are its closed forms."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert sorted(config["experiments"]) == EXPERIMENTS  # the default config plans every experiment
+    cmd = [sys.executable, "-X", "importtime", "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+           "--directory", str(tmp_path), "--configfile", str(REPO / "config" / "config.yaml"), "--dry-run"]
+    run = processes.run(cmd, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    # -X importtime: "import time: self | cumulative | name", the name indented by its depth
+    imported = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "snakemake.cli" in imported  # the parse reads the modules
+    assert not {"torch", "matplotlib"} & imported, sorted({"torch", "matplotlib"} & imported)
 
 
 @pytest.mark.slow

@@ -36,9 +36,8 @@ from pathlib import Path
 import processes
 import pytest
 import xarray as xr
-from conftest import refine_command
+from conftest import CONFIGS, refine_command
 
-from attnsweep import registry
 from attnsweep.config import load_sweep, load_yaml
 from attnsweep.cost import runtime_minutes
 from attnsweep.store import open_store
@@ -47,7 +46,6 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm"
 START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slurm-local-stop.sh"
-CONFIGS = Path(__file__).resolve().parent / "tiny_configs"
 SWEPT = ("critical_scaling", "sphere_clustering")  # the experiments with a SLURM sweep (above: why)
 RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
@@ -250,11 +248,6 @@ def assert_same_store(a: Path, b: Path) -> None:
 def run_stores(workdir: Path, experiment: str) -> list[Path]:
     runs = workdir / "results" / experiment / "runs"
     return sorted(p.relative_to(runs) for p in runs.rglob("*.zarr") if not p.name.startswith("."))
-
-
-def test_every_experiment_has_a_tiny_config() -> None:
-    missing = [name for name in registry.names() if not (CONFIGS / f"{name}.yaml").exists()]
-    assert not missing, f"add tests/tiny_configs/<name>.yaml for: {missing}"
 
 
 @pytest.mark.parametrize("experiment", SWEPT)

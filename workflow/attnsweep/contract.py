@@ -167,7 +167,11 @@ class Experiment(ABC):
 
     @abstractmethod
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        """The figures this experiment draws for a grid and options (captions may name both)."""
+        """The figures this experiment draws for a grid and options (captions may name both).
+
+        Snakemake calls this whenever it plans a run (a dry run, ``--report``, each SLURM job's
+        own Snakemake): build the captions from text, and leave matplotlib and torch to the
+        figures module (the built-ins keep their captions in a ``captions`` module)."""
 
     def draw(self, function: str, params: dict[str, Any], summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         """A figure from the reduced data (a :class:`FigureSpec`'s ``draw`` and ``params``): by default

@@ -2,15 +2,18 @@
 
 The random ensembles are those of 001 Figure 5 with the normalisations the paper leaves out
 made explicit (docs/papers/001.md §5 item 4 and §6); they are drawn per realisation, on the CPU in
-float64 from the realisation's generator, and fixed in time.
+float64 from the realisation's generator, and fixed in time. torch is imported by the draws alone:
+the captions, which Snakemake builds when it plans a run, name the ensembles too.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 ENSEMBLES = {
     "identity": "Q = K = V = I (SA/USA of Eq. 2.6)",
@@ -24,6 +27,8 @@ ENSEMBLES = {
 
 def draw(ensemble: str, d: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
     """(Q^T K, V), each (d, d) float64, of one realisation of a random ``ensemble``."""
+    import torch
+
     def gaussian() -> Tensor:
         return torch.randn(d, d, generator=generator, dtype=torch.float64)
 
@@ -43,5 +48,7 @@ def draw(ensemble: str, d: int, generator: torch.Generator) -> tuple[Tensor, Ten
 
 def fixed(q: list[list[float]], k: list[list[float]], v: list[list[float]]) -> tuple[Tensor, Tensor]:
     """(Q^T K, V) from the config's matrices (Q and K may be m x d)."""
+    import torch
+
     q_, k_, v_ = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
     return q_.T @ k_, v_

@@ -27,7 +27,7 @@ import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
-from attnsweep.experiments.causal_clustering import resources
+from attnsweep.experiments.causal_clustering import captions, resources
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -197,16 +197,14 @@ class CausalClustering(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        from attnsweep.experiments.causal_clustering import figures  # matplotlib: not in simulate jobs
-
-        specs = [FigureSpec("captured", figures.caption_captured(grid, options)),
-                 FigureSpec("clusters", figures.caption_clusters(grid, options)),
-                 FigureSpec("boundary", figures.caption_boundary(grid, options))]
+        specs = [FigureSpec("captured", captions.caption_captured(grid, options)),
+                 FigureSpec("clusters", captions.caption_clusters(grid, options)),
+                 FigureSpec("boundary", captions.caption_boundary(grid, options))]
         if len(grid["beta"]) > 1:
-            specs.append(FigureSpec("scaling", figures.caption_scaling(grid, options)))
+            specs.append(FigureSpec("scaling", captions.caption_scaling(grid, options)))
         if options["snapshot_times"]:
-            specs += [FigureSpec("final_positions", figures.caption_final_positions(grid, options)),
-                      FigureSpec("centres", figures.caption_centres(grid, options))]
+            specs += [FigureSpec("final_positions", captions.caption_final_positions(grid, options)),
+                      FigureSpec("centres", captions.caption_centres(grid, options))]
         return specs
 
 

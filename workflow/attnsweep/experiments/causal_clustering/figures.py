@@ -12,53 +12,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
 from attnsweep.crossing import error_bars
-from attnsweep.experiments.causal_clustering.cases import VALUES
-from attnsweep.grid import format_value, format_values
+from attnsweep.experiments.causal_clustering.captions import MASK, MAX_VALUES, shown_ds, shown_pairs, shown_values
+from attnsweep.grid import format_value
 
-MAX_LINES = 6  # lines per panel, and panel columns of the captured fractions
-MAX_VALUES = 5  # panel columns of the final positions (Fig. 1 a-e)
-MASK = {1: "causal (CSA)", 0: "full (SA)"}
 STYLE = {1: "-", 0: "--"}
 FILL = {1: "full", 0: "none"}  # markers: filled causal, open full
 KINDS = {"renyi": ("Renyi centres", "k"), "strong": ("strong Renyi centres", "tab:red")}
-
-
-def _first(grid: dict[str, list[float]], axis: str) -> str:
-    """``axis = v``, naming the other values when there are several."""
-    text = f"{axis} = {format_value(grid[axis][0])}"
-    return text if len(grid[axis]) == 1 else f"{text} (first of {{{format_values(grid[axis])}}})"
-
-
-def _value(options: dict[str, Any]) -> str:
-    names = options["values"]
-    text = VALUES[names[0]]
-    return text if len(names) == 1 else f"{text}, the first of V in {{{', '.join(names)}}}"
-
-
-def _masks(options: dict[str, Any]) -> str:
-    return " and ".join(f"{'solid' if m == 'causal' else 'dashed'}: {MASK[int(m == 'causal')]}"
-                        for m in options["masks"])
-
-
-def _setting(options: dict[str, Any]) -> str:
-    return (f"Q = K = I, tokens i.i.d. uniform on S^{{d-1}}, {options['integrator']} with "
-            f"dt = {format_value(options['dt'])} to t_max = {format_value(options['t_max'])}; centres of x(0) "
-            f"at separation delta = {format_value(options['separation'])} beta^{{-1/2}}, clusters the connected "
-            f"components of <x_i, x_j> >= 1 - {format_value(options['cluster_delta'])}")
-
-
-def _pairs(ds: list[float], betas: list[float]) -> list[tuple[float, float]]:
-    return [(d, b) for d in ds for b in betas][:MAX_LINES]
-
-
-def _ds(values: Any) -> Any:
-    """The d drawn as colours beside a linestyle per mask: at most MAX_LINES lines in all."""
-    return values[:MAX_LINES // 2]
-
-
-def _shown(values: np.ndarray) -> np.ndarray:
-    """At most MAX_LINES of ``values``, evenly spread, ends kept."""
-    return values[np.unique(np.linspace(0, len(values) - 1, min(MAX_LINES, len(values))).round().astype(int))]
 
 
 def _log(ax: Any, which: str, subs: tuple[float, ...] = (2.0, 3.0, 5.0)) -> None:
@@ -78,89 +37,10 @@ def _time(ax: Any, summary: xr.Dataset) -> None:
     ax.set_xlabel("t")
 
 
-def caption_captured(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    pairs = ", ".join(f"({format_value(d)}, {format_value(b)})" for d, b in _pairs(grid["d"], grid["beta"]))
-    return (
-        "Figure 3 of paper 003: fraction of tokens captured by the Renyi centres (black) and by the strong Renyi "
-        f"centres (red) of x(0), followed by index, over t ({options['spacing']} time axis): seed mean (line) and "
-        "0.1-0.9 quantiles over seeds (band). A token is captured when its geodesic distance to the current "
-        "position of the nearest such centre is at most r = c beta^{-1/2} (centres capture themselves); one panel "
-        "row per c in "
-        f"{{{format_values(options['capture'])}}}, one panel column per (d, beta) in {{{pairs}}}; {_masks(options)}. "
-        f"{_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
-    )
-
-
-def caption_clusters(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    betas = format_values(_shown(np.asarray(grid["beta"])))
-    return (
-        "Meta-stable clusters (Section 5 of paper 003): seed mean of the number of clusters over t "
-        f"({options['spacing']} time axis, log count axis), shaded one standard error over seeds; one panel row "
-        f"per d in {{{format_values(grid['d'])}}}, one column per mask in {{{', '.join(options['masks'])}}}, "
-        "one colour "
-        f"per beta in {{{betas}}}. {_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
-    )
-
-
-def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    return (
-        "Collapse of paper 003 (Section 5: full collapse at t = exp(Omega(sqrt(beta)))). Left: median collapse "
-        "time, when the fraction of seeds down to one cluster crosses 1/2 (interpolated between output times), "
-        "with a 95% bootstrap-over-seeds interval, against beta (log time axis); a missing point: fewer than half "
-        "the seeds reached one cluster by t_max. Right: seed mean of the longest time the cluster count stays constant "
-        f"strictly between 1 and n (meta-stable persistence). One colour per d in {{{format_values(_ds(grid['d']))}}}; "
-        f"{_masks(options)}. {_first(grid, 'n')}, {_value(options)}. {_setting(options)}."
-    )
-
-
-def caption_scaling(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    return (
-        "Scaling with beta of paper 003 (Section 5: Theta(beta^{(d-1)/2}) meta-stable clusters, "
-        "docs/papers/003.md §5 item 3; "
-        "Lemma C.1). Left, log-log: seed mean of the cluster count at t_max (points) with the least-squares "
-        "line of log mean count against log beta (legend: slope and 95% bootstrap-over-seeds interval) and "
-        "the prediction beta^{(d-1)/2} (dotted) anchored at the first point of each d; "
-        f"{_masks(options)} (markers filled for causal, open for full); {_value(options)}. Right, log-log: seed "
-        "mean of the number of strong Renyi centres (circles) and Renyi centres (squares) of x(0), which depend on "
-        "neither V nor the mask, against (1 - (1 - p)^n)/p of Lemma C.1 (dashed, "
-        "p the normalised cap measure of radius delta) and, d = 2 only, the saturated Renyi count c_R 2 pi / "
-        "delta (dotted, an infinite sequence; above the finite-n count); both go like delta^{-(d-1)} ~ "
-        f"beta^{{(d-1)/2}}. One colour per d in {{{format_values(_ds(grid['d']))}}}; {_first(grid, 'n')}. "
-        f"{_setting(options)}."
-    )
-
-
-def caption_final_positions(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    names, times = options["values"][:MAX_VALUES], sorted(set(options["snapshot_times"]))
-    earlier = f", with their positions at the earlier snapshot times t in {{{format_values(times[:-1])}}} (faint grey)"
-    view = ("in 3-D with a faint unit sphere (the first three coordinates, a projection for d > 3)"
-            if grid["d"][0] >= 3 else "on the unit circle")
-    return (
-        "Figure 1 of paper 003: tokens of one realisation (first seed) at the last snapshot time "
-        f"t = {format_value(times[-1])} (red){earlier if len(times) > 1 else ''}, {view}; one panel column per V: "
-        f"{'; '.join(f'{n}: {VALUES[n]}' for n in names)}; one row per mask in {{{', '.join(options['masks'])}}}. "
-        f"{_first(grid, 'n')}, {_first(grid, 'd')}, {_first(grid, 'beta')}. {_setting(options)}."
-    )
-
-
-def caption_centres(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
-    d = grid["d"][0]
-    view = "on the unit circle" if d == 2 else f"projected on their first two coordinates (d = {format_value(d)} > 2)"
-    delta = options["separation"] / np.sqrt(grid["beta"][0])
-    return (
-        "Figure 2 of paper 003: tokens of one realisation (first seed, blue) at the snapshot times t in "
-        f"{{{format_values(sorted(set(options['snapshot_times'])))}}} (columns) {view}, with the Renyi centres (black) "
-        "and the strong Renyi centres (red, a subset) of x(0) followed by index, so that they move; one row per "
-        f"mask in {{{', '.join(options['masks'])}}}. delta = {format_value(options['separation'])} beta^{{-1/2}} "
-        f"= {delta:.3g} rad. {_first(grid, 'n')}, {_first(grid, 'd')}, {_first(grid, 'beta')}, "
-        f"{_value(options)}. {_setting(options)}."
-    )
-
-
 def captured(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Captured fractions over t: rows per capture radius, columns per (d, beta)."""
     data = summary.isel(n=0, value=0)
-    pairs, captures, t = _pairs(data["d"].values, data["beta"].values), data["capture"].values, data["t"].values
+    pairs, captures, t = shown_pairs(data["d"].values, data["beta"].values), data["capture"].values, data["t"].values
     fig = Figure(figsize=(3.0 * len(pairs), 2.7 * len(captures)), layout="constrained")
     axes = fig.subplots(len(captures), len(pairs), squeeze=False, sharex=True, sharey=True)
     for row, c in zip(axes, captures):
@@ -187,7 +67,7 @@ def clusters(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
     """Seed-mean cluster count over t, rows per d, columns per mask, one colour per beta."""
     data = summary.isel(n=0, value=0)
     ds, masks, t = data["d"].values, data["causal"].values, data["t"].values
-    betas = _shown(data["beta"].values)
+    betas = shown_values(data["beta"].values)
     fig = Figure(figsize=(3.6 * len(masks), 2.9 * len(ds)), layout="constrained")
     axes = fig.subplots(len(ds), len(masks), squeeze=False, sharex=True, sharey=True)
     for row, d in zip(axes, ds):
@@ -208,7 +88,7 @@ def clusters(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
 
 def _lines(bnd: xr.Dataset) -> list[tuple[int, float, int]]:
     """(colour index, d, mask) of the lines of a boundary panel, d-major."""
-    return [(k, d, m) for k, d in enumerate(_ds(bnd["d"].values)) for m in bnd["causal"].values]
+    return [(k, d, m) for k, d in enumerate(shown_ds(bnd["d"].values)) for m in bnd["causal"].values]
 
 
 def boundary(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
@@ -255,7 +135,7 @@ def scaling(summary: xr.Dataset, bnd: xr.Dataset) -> Figure:
             anchored.add(d)
             left.plot(beta, y[0] * (beta / beta[0]) ** ((d - 1) / 2), ":", color=f"C{k}", lw=1,
                       label=rf"d = {int(d)}: $\propto\beta^{{(d-1)/2}} = \beta^{{{format_value((d - 1) / 2)}}}$")
-    for k, d in enumerate(_ds(data["d"].values)):
+    for k, d in enumerate(shown_ds(data["d"].values)):
         b = data.sel(d=d)
         right.plot(beta, b["strong_count"].values, "o", color=f"C{k}", label=f"d = {int(d)}, strong")
         right.plot(beta, b["renyi_count"].values, "s", mfc="none", color=f"C{k}", label=f"d = {int(d)}, Renyi")

@@ -24,7 +24,7 @@ import xarray as xr
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
-from attnsweep.experiments.cluster_emergence import checkpoint, resources
+from attnsweep.experiments.cluster_emergence import captions, checkpoint, resources
 from attnsweep.experiments.cluster_emergence.good_triples import VARIABLES as HEAD_VARIABLES
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
@@ -306,17 +306,15 @@ class ClusterEmergence(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        from attnsweep.experiments.cluster_emergence import figures  # matplotlib: not in simulate jobs
-
-        specs = [FigureSpec("rank", figures.caption_rank(grid, options)),
-                 FigureSpec("coordinates", figures.caption_coordinates(grid, options)),
-                 FigureSpec("boundary", figures.caption_boundary(grid, options))]
+        specs = [FigureSpec("rank", captions.caption_rank(grid, options)),
+                 FigureSpec("coordinates", captions.caption_coordinates(grid, options)),
+                 FigureSpec("boundary", captions.caption_boundary(grid, options))]
         if options["snapshot_times"]:
-            specs += [FigureSpec("attention", figures.caption_attention(grid, options)),
-                      FigureSpec("leaders", figures.caption_leaders(grid, options)),
-                      FigureSpec("snapshots", figures.caption_snapshots(grid, options))]
+            specs += [FigureSpec("attention", captions.caption_attention(grid, options)),
+                      FigureSpec("leaders", captions.caption_leaders(grid, options)),
+                      FigureSpec("snapshots", captions.caption_snapshots(grid, options))]
         if _reads_checkpoint(options):
-            specs.append(FigureSpec("value_spectra", figures.caption_value_spectra(grid, options)))
+            specs.append(FigureSpec("value_spectra", captions.caption_value_spectra(grid, options)))
         return specs
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
-from attnsweep.experiments.critical_scaling import resources, theory
+from attnsweep.experiments.critical_scaling import captions, resources, theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -194,20 +194,18 @@ class CriticalScaling(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        from attnsweep.experiments.critical_scaling import figures  # matplotlib: not in simulate jobs
-
         specs, with_eta = [], options["eta_method"] != "none"
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
-            specs.append(FigureSpec(f"lambda_{tag}", figures.caption_lambda(int(n), grid), "heatmaps",
+            specs.append(FigureSpec(f"lambda_{tag}", captions.caption_lambda(int(n), grid), "heatmaps",
                                     {"observable": "lambda", "n": int(n)}))
             if with_eta:
-                specs.append(FigureSpec(f"eta_{tag}", figures.caption_eta(int(n), grid, options), "heatmaps",
+                specs.append(FigureSpec(f"eta_{tag}", captions.caption_eta(int(n), grid, options), "heatmaps",
                                         {"observable": "eta", "n": int(n)}))
         observables = {} if with_eta else {"observables": ["lambda"]}
-        specs.append(FigureSpec("finite_size", figures.caption_finite_size(grid, "d", with_eta), "finite_size",
+        specs.append(FigureSpec("finite_size", captions.caption_finite_size(grid, "d", with_eta), "finite_size",
                                 observables))
         if len(grid["n"]) > 1:
-            specs.append(FigureSpec("finite_size_n", figures.caption_finite_size(grid, "n", with_eta), "finite_size",
+            specs.append(FigureSpec("finite_size_n", captions.caption_finite_size(grid, "n", with_eta), "finite_size",
                                     {"across": "n", **observables}))
         return specs

@@ -24,7 +24,7 @@ import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, first_crossing, held_means, interval_variables, resampled_means
 from attnsweep.errors import ConfigError
-from attnsweep.experiments.mixture_training import images, resources
+from attnsweep.experiments.mixture_training import captions, images, resources
 from attnsweep.grid import Axis
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -216,6 +216,4 @@ class MixtureTraining(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        from attnsweep.experiments.mixture_training.figures import specs  # matplotlib: not in simulate jobs
-
-        return specs(grid, options)
+        return captions.specs(grid, options)

@@ -20,7 +20,7 @@ import xarray as xr
 from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
-from attnsweep.experiments.sphere_clustering import resources
+from attnsweep.experiments.sphere_clustering import captions, resources
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
 from attnsweep.seeds import presence, seed_statistics
@@ -172,17 +172,15 @@ class SphereClustering(Experiment):
 
     # ------------------------------------------------------------------ figures
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        from attnsweep.experiments.sphere_clustering import figures  # matplotlib: not in simulate jobs
-
         specs = []
         for n in grid["n"]:
             tag = f"n~{format_value(n)}"
-            specs.append(FigureSpec(f"phase_{tag}", figures.caption_phase(int(n), grid, options), "phase",
+            specs.append(FigureSpec(f"phase_{tag}", captions.caption_phase(int(n), grid, options), "phase",
                                     {"n": int(n)}))
             if "clusters" in options["observables"]:
-                specs.append(FigureSpec(f"clusters_{tag}", figures.caption_clusters(int(n), grid, options),
+                specs.append(FigureSpec(f"clusters_{tag}", captions.caption_clusters(int(n), grid, options),
                                         "clusters", {"n": int(n)}))
-        specs.append(FigureSpec("boundary", figures.caption_boundary(grid, options)))
+        specs.append(FigureSpec("boundary", captions.caption_boundary(grid, options)))
         if options["snapshot_times"]:
-            specs.append(FigureSpec("snapshots", figures.caption_snapshots(grid, options)))
+            specs.append(FigureSpec("snapshots", captions.caption_snapshots(grid, options)))
         return specs
