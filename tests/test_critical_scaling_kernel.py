@@ -439,3 +439,39 @@ def test_observe_without_eta_is_the_layer_alone():
             assert torch.isnan(lean.eta).all()
         else:
             np.testing.assert_allclose(_observables(lean)[key], value, rtol=1e-12, atol=1e-14, err_msg=key)
+
+
+# ------------------------------------------------------------------ query tokens
+
+
+def test_query_tokens_are_the_whole_layer_at_those_rows():
+    """query_tokens: the layer at m sampled rows with every token a key. Truth: the plain layer
+    (``reference_layer``, torch.softmax over all n keys) at those rows, with lambda, n_eff and
+    the cosine quantiles formed here over the pairs and rows among them, and eta_plateau over
+    every token. float64; rtol 1e-12: the same sums in another order (about n eps)."""
+    n, d, m = 40, 6, 12
+    x = gaussian_tokens(n, d, 0.4, seed=6)
+    queries = torch.randperm(n, generator=torch.Generator().manual_seed(2))[:m].sort().values
+    gammas, alphas = (0.5, 2.0), (0.0, 0.5)
+    beta = torch.tensor([g * math.log(n) for g in gammas], dtype=F64)
+    lean = kernel.observe(x, beta, torch.tensor(alphas, dtype=F64), None, None, torch.arange(m), BIG, eta=False,
+                          queries=queries)
+    y = kernel.normalize(x)
+    yq = y[queries]
+    i, j = torch.triu_indices(m, m, offset=1)
+    levels = torch.tensor(kernel.QUANTILES, dtype=F64)
+    cos_in = torch.quantile((yq[i] * yq[j]).sum(-1), levels)
+    np.testing.assert_allclose(lean.cos_in.numpy(), cos_in.numpy(), rtol=1e-12)
+    for b, g in enumerate(beta.tolist()):
+        attn = torch.softmax(g * (y @ y.T), dim=-1)[queries]
+        np.testing.assert_allclose(lean.n_eff[b].item(), (1 / attn.square().sum(-1)).mean().item(), rtol=1e-12)
+        for a, alpha in enumerate(alphas):
+            out = kernel.normalize(reference_layer(x, g, alpha)[queries])
+            ratios = (out[i] - out[j]).square().sum(-1) / (yq[i] - yq[j]).square().sum(-1)
+            np.testing.assert_allclose(lean.lam[b, a].item(), ratios.mean().item(), rtol=1e-12)
+            cos_out = torch.quantile((out[i] * out[j]).sum(-1), levels)
+            np.testing.assert_allclose(lean.cos_out[b, a].numpy(), cos_out.numpy(), rtol=1e-12, atol=1e-15)
+    plateau = (1 - 1 / d) * (1 / x.square().sum(-1)).mean()
+    np.testing.assert_allclose(lean.eta_plateau.item(), plateau.item(), rtol=1e-12)
+    with pytest.raises(ValueError, match="queries"):
+        kernel.observe(x, beta, torch.tensor(alphas, dtype=F64), None, None, torch.arange(m), BIG, queries=queries)

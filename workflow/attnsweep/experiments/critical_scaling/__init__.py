@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
+from attnsweep.errors import ConfigError
 from attnsweep.experiments.critical_scaling import captions, resources, theory
 from attnsweep.grid import Axis, format_value
 from attnsweep.registry import Experiment, FigureSpec, JobSpec, Target, options_file, register
@@ -51,12 +52,22 @@ class CriticalScaling(Experiment):
     targets = (Target("gamma_star_lambda", crossing="gamma", curves=("rho",)),
                Target("gamma_star_eta", crossing="gamma", curves=("rho",)))
 
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        if options["query_tokens"] is not None and max(grid["n"]) > options["query_tokens"] \
+                and options["eta_method"] != "none":
+            raise ConfigError(f"{prefix}.query_tokens", "samples the layer's query tokens for lambda only: set "
+                              f"eta_method: none (eta needs the layer at every token; it is {options['eta_method']})")
+
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
         """Options without effect on a job's grid become None (``probes`` under exact eta,
         ``pair_samples`` and ``quantile_tokens`` where no n exceeds their threshold), and
-        ``pair_subsample_n`` becomes the largest job n not above it, which subsamples the same n."""
+        ``pair_subsample_n`` becomes the largest job n not above it, which subsamples the same n.
+        ``query_tokens`` is left out where no n exceeds it, so that the jobs of sweeps from before
+        it keep their stores."""
         opts = dict(options)
         ns = grid["n"]
+        if opts["query_tokens"] is None or max(ns) <= opts["query_tokens"]:
+            del opts["query_tokens"]
         if opts["eta_method"] != "hutchinson":
             opts["probes"] = None
         if max(ns) <= opts["pair_subsample_n"]:

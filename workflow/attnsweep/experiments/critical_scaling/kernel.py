@@ -51,18 +51,20 @@ def attention_weights(y_rows: Tensor, y: Tensor, beta: Tensor) -> Tensor:
     return torch.exp(logits - torch.logsumexp(logits, dim=-1, keepdim=True))
 
 
-def attention_layer(x: Tensor, beta: Tensor, budget_bytes: int) -> tuple[Tensor, Tensor]:
+def attention_layer(x: Tensor, beta: Tensor, budget_bytes: int,
+                    queries: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``ATT(N(X))`` (B, n, d) and the effective number of attended tokens (B,).
 
     ``n_eff = mean_i 1 / sum_j A_ij^2`` (participation ratio of each attention row): 1 when
     every token attends only to itself, n when attention is uniform (App. C's sparse regime
-    sits in between).
+    sits in between). ``queries``: the rows i (every token a key), (B, m, d) and the mean over them.
     """
     y = normalize(x)
+    y_rows = y if queries is None else y[queries]
     n = y.shape[0]
     outs, inv_participation = [], []
-    for rows in row_blocks(n, 3 * beta.numel() * n * y.element_size(), budget_bytes):
-        attn = attention_weights(y[rows], y, beta)
+    for rows in row_blocks(y_rows.shape[0], 3 * beta.numel() * n * y.element_size(), budget_bytes):
+        attn = attention_weights(y_rows[rows], y, beta)
         outs.append(attn @ y)  # ATT(y_i), Eq. 4
         inv_participation.append(1.0 / attn.square().sum(-1))
     return torch.cat(outs, dim=1), torch.cat(inv_participation, dim=1).mean(-1)
@@ -322,6 +324,7 @@ def observe(
     budget_bytes: int,
     dim: int | None = None,
     eta: bool = True,
+    queries: Tensor | None = None,
 ) -> LayerObservables:
     """All observables of paper 000 for one token matrix ``x`` (n, d).
 
@@ -332,16 +335,20 @@ def observe(
     layer alone.
     ``lambda_pairs`` None means the exact mean over all pairs; otherwise the sampled pairs.
     Cosine quantiles are taken over all pairs among ``quantile_tokens``.
+    ``queries`` (eta False only): the layer at these tokens alone, every token a key; lambda,
+    n_eff and the quantiles are then taken among them (``lambda_pairs`` and ``quantile_tokens``
+    index into ``queries``).
     ``eta_plateau = (1 - 1/d) mean_i 1/||x_i||^2`` is the supercritical limit of eta for these
     tokens (sum of the diagonal blocks of Eq. 24; docs/papers/000.md §1).
     """
     n, d = x.shape[0], x.shape[1] if dim is None else dim
     if probes is not None and d != x.shape[1]:
         raise ValueError("Hutchinson probes live in R^d: pass x in its ambient coordinates")
+    if queries is not None and eta:
+        raise ValueError("queries: the layer at sampled tokens gives lambda, not eta (eta=False)")
     levels = torch.tensor(QUANTILES, dtype=x.dtype, device=x.device)
-    y = normalize(x)
     if not eta:
-        att, n_eff = attention_layer(x, beta, budget_bytes)
+        att, n_eff = attention_layer(x, beta, budget_bytes, queries)
         sq = dot = torch.full((beta.numel(), 1, 1), torch.nan, dtype=x.dtype, device=x.device)
     elif probes is None:
         att, n_eff, sq, dot = jacobian_frobenius(x, beta, budget_bytes, d)  # (B, n, d'), (B,) x 3
@@ -350,7 +357,11 @@ def observe(
         att, n_eff = attention_layer(x, beta, budget_bytes)
         sq, dot = jacobian_probe_norms(x, beta, probes, budget_bytes)  # (B, m)
         sq, dot = sq[:, None, :], dot[:, None, :]
-    x_out = att[:, None] + alpha[None, :, None, None] * x  # (B, A, n, d), Eq. 5
+    eta_plateau = (1 - 1 / d) * (1 / x.square().sum(-1)).mean()
+    if queries is not None:
+        x = x[queries]
+    y = normalize(x)
+    x_out = att[:, None] + alpha[None, :, None, None] * x  # (B, A, n or m, d), Eq. 5
     y_out = normalize(x_out)
     if lambda_pairs is None:
         lam = angle_ratio_all_pairs(y, y_out, budget_bytes)
@@ -364,5 +375,4 @@ def observe(
     a = alpha[None, :, None]
     eta_terms = (sq + 2 * a * dot + a.square() * (n * d)) / (n * d)  # (B, A, m or 1)
     eta_probe = None if probes is None else eta_terms
-    eta_plateau = (1 - 1 / d) * (1 / x.square().sum(-1)).mean()
     return LayerObservables(lam, n_eff, cos_in, cos_out, eta_terms.mean(-1), eta_probe, eta_plateau)

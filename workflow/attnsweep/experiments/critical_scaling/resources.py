@@ -12,8 +12,13 @@ from attnsweep.jobspec import JobSpec
 
 
 def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:
-    """Whether n exceeds the sampling threshold ``key`` (None: no n of the job does)."""
-    return opts[key] is not None and n > opts[key]
+    """Whether n exceeds the sampling threshold ``key`` (None or absent: no n of the job does)."""
+    return opts.get(key) is not None and n > opts[key]
+
+
+def queries(n: int, opts: dict[str, Any]) -> int:
+    """The tokens at which the layer is computed: ``query_tokens`` above it, else all n."""
+    return opts["query_tokens"] if subsampled(n, opts, "query_tokens") else n
 
 
 def squared_gram_fits(n: int, d: int, itemsize: int, budget_bytes: int) -> bool:
@@ -34,12 +39,13 @@ def memory_bytes(job: JobSpec) -> int:
         n, d = int(n), int(d)
         hutchinson = opts["eta_method"] == "hutchinson"
         d_work = d if hutchinson else min(d, n + 1)  # exact and none work in the tokens' span
-        need = n * d * (8 + 4 * size) + size * n * d_work * (n_gamma + 2 * n_gamma * n_alpha)
+        need = n * d * (8 + 4 * size) + size * queries(n, opts) * d_work * (n_gamma + 2 * n_gamma * n_alpha)
         if hutchinson:
             need += opts["probes"] * n * d * (1 + size)
         if subsampled(n, opts, "pair_subsample_n"):
             need += 16 * opts["pair_samples"]
-        tokens = opts["quantile_tokens"] if subsampled(n, opts, "quantile_tokens") else n
+        tokens = queries(n, opts)  # the quantiles' tokens are among them
+        tokens = opts["quantile_tokens"] if subsampled(tokens, opts, "quantile_tokens") else tokens
         need += n_gamma * n_alpha * tokens * tokens * (size + 8)
         worst = max(worst, need)
     return worst + 2 * (job.block_mib << 20) + (300 << 20)
@@ -52,7 +58,8 @@ def seconds(job: JobSpec) -> float:
     n <= d'^2 and the n x n squared Gram fits the row-block budget, a product of 2 n^3 flops a
     gamma and ~35 element-wise passes over n^2, else n^2 d'^2 element-wise for the d' x d'
     covariances) or by 2 probes JVPs (Hutchinson: products of 2 n^2 d (3 + 2 probes) a
-    gamma); without eta (none), the layer and lambda: 4 n^2 d' a gamma and n^2 exponentials."""
+    gamma); without eta (none), the layer and lambda: 4 m n d' a gamma and m n exponentials, m
+    the query tokens (:func:`queries`), and the input distances among them, 2 m^2 d'."""
     opts, grid = job.options, job.grid
     batch = len(grid["gamma"]) * len(grid["alpha"])
     total = cost.JOB_S
@@ -60,8 +67,8 @@ def seconds(job: JobSpec) -> float:
         if opts["eta_method"] == "hutchinson":
             products, pairs = 2 * n * n * d * (3 + batch * (3 + 2 * opts["probes"])), 0
         elif opts["eta_method"] == "none":
-            span = min(d, n + 1)
-            products, pairs = 2 * n * n * span * (1 + 2 * batch), n * n * batch
+            span, m = min(d, n + 1), queries(n, opts)
+            products, pairs = 2 * m * span * (m + 2 * batch * n), m * n * batch
         else:
             span = min(d, n + 1)
             products = 2 * n * n * span * (3 + 4 * batch)

@@ -70,11 +70,12 @@ class Draws(NamedTuple):
     probes: torch.Tensor | None  # (probes, n, d) int8, Hutchinson only
     lambda_pairs: tuple[torch.Tensor, torch.Tensor] | None  # sampled pairs, None: all pairs
     quantile_tokens: torch.Tensor  # tokens whose pairs give the cosine quantiles
+    queries: torch.Tensor | None  # the tokens at which the layer is computed, None: all
 
 
 def prepare(n: int, d: int, seed: int, opts: dict[str, Any]) -> Draws:
     """The draws of one (n, d, seed): tokens (in the span of the tokens where d > n + 1 and eta
-    needs no probes in R^d), probes, sampled pairs and quantile tokens."""
+    needs no probes in R^d), probes, sampled pairs, quantile tokens and query tokens."""
     z0, z = draw_tokens(n, d, seed, opts["noise"])
     hutchinson = opts["eta_method"] == "hutchinson"
     if not hutchinson and d > n + 1:  # no probes in R^d: the tokens' span suffices
@@ -133,11 +134,12 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
         probes = drawn.probes.to(device) if hutchinson else None  # int8
         lambda_pairs = None if drawn.lambda_pairs is None else tuple(t.to(device) for t in drawn.lambda_pairs)
         quantile_tokens = drawn.quantile_tokens.to(device)
+        queries = None if drawn.queries is None else drawn.queries.to(device)
         beta = torch.tensor([g * math.log(n) for g in gammas], dtype=dtype, device=device)
         for r, rho in enumerate(rhos):
             x = math.sqrt(rho) * z0 + math.sqrt(1 - rho) * z
             obs = kernel.observe(x, beta, alpha_t, probes, lambda_pairs, quantile_tokens, budget, dim=d,
-                                 eta=with_eta)
+                                 eta=with_eta, queries=queries)
             lam[a, b, s, r] = obs.lam.double().cpu().numpy()
             eta[a, b, s, r] = obs.eta.double().cpu().numpy()
             if hutchinson:
@@ -178,6 +180,11 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
             "all pairs" if opts["quantile_tokens"] is None
             else f"all pairs among min(n, {opts['quantile_tokens']}) tokens drawn uniformly"
         ),
+        query_tokens=(
+            "every token" if opts.get("query_tokens") is None
+            else f"{opts['query_tokens']} tokens drawn uniformly where n > {opts['query_tokens']} (every token a "
+                 "key; lambda over all pairs among them, n_eff over their rows, the quantiles' tokens among them)"
+        ),
         eta_method=ETA_METHOD[opts["eta_method"]],
     )
     if hutchinson:
@@ -185,14 +192,22 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     return ds_
 
 
-def samples(n: int, seed: int, opts: dict[str, Any]) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, torch.Tensor]:
-    """Sampled pairs for lambda (None: all pairs) and the tokens whose pairs give quantiles."""
+def samples(n: int, seed: int, opts: dict[str, Any]) -> tuple[
+        tuple[torch.Tensor, torch.Tensor] | None, torch.Tensor, torch.Tensor | None]:
+    """Sampled pairs for lambda (None: all pairs), the tokens whose pairs give quantiles, and the
+    query tokens (None: every token). Under query tokens lambda takes all pairs among them, and
+    the pairs and quantile tokens index into them."""
+    queries = None
+    if subsampled(n, opts, "query_tokens"):
+        gen = rng.generator(NAME, {"n": n}, seed, "query_tokens")
+        queries = torch.randperm(n, generator=gen)[: opts["query_tokens"]].sort().values
+    m = n if queries is None else queries.numel()
     lambda_pairs = None
-    if subsampled(n, opts, "pair_subsample_n"):
+    if queries is None and subsampled(n, opts, "pair_subsample_n"):
         gen = rng.generator(NAME, {"n": n}, seed, "lambda_pairs")
         lambda_pairs = kernel.pair_sample(n, opts["pair_samples"], gen)
-    tokens = torch.arange(n)
-    if subsampled(n, opts, "quantile_tokens"):
+    tokens = torch.arange(m)
+    if subsampled(m, opts, "quantile_tokens"):
         gen = rng.generator(NAME, {"n": n}, seed, "quantile_tokens")
-        tokens = torch.randperm(n, generator=gen)[: opts["quantile_tokens"]].sort().values
-    return lambda_pairs, tokens
+        tokens = torch.randperm(m, generator=gen)[: opts["quantile_tokens"]].sort().values
+    return lambda_pairs, tokens, queries
