@@ -195,8 +195,8 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
 def samples(n: int, seed: int, opts: dict[str, Any]) -> tuple[
         tuple[torch.Tensor, torch.Tensor] | None, torch.Tensor, torch.Tensor | None]:
     """Sampled pairs for lambda (None: all pairs), the tokens whose pairs give quantiles, and the
-    query tokens (None: every token). Under query tokens lambda takes all pairs among them, and
-    the pairs and quantile tokens index into them."""
+    query tokens (None: every token). Under query tokens lambda takes all pairs among them (no
+    sampled pairs), and the quantile tokens index into them."""
     queries = None
     if subsampled(n, opts, "query_tokens"):
         gen = rng.generator(NAME, {"n": n}, seed, "query_tokens")
