@@ -470,6 +470,8 @@ def test_query_tokens_are_the_whole_layer_at_those_rows():
             ratios = (out[i] - out[j]).square().sum(-1) / (yq[i] - yq[j]).square().sum(-1)
             np.testing.assert_allclose(lean.lam[b, a].item(), ratios.mean().item(), rtol=1e-12)
             cos_out = torch.quantile((out[i] * out[j]).sum(-1), levels)
+            # atol: a cosine near 0 is a sum of d = 6 products of unit-vector entries, each rounded
+            # to about 1e-16
             np.testing.assert_allclose(lean.cos_out[b, a].numpy(), cos_out.numpy(), rtol=1e-12, atol=1e-15)
     plateau = (1 - 1 / d) * (1 / x.square().sum(-1)).mean()
     np.testing.assert_allclose(lean.eta_plateau.item(), plateau.item(), rtol=1e-12)
