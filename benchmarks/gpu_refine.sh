@@ -19,7 +19,7 @@ config=$1 seconds=$2 out=$3
 shift 3
 (($#)) || set -- --cores 2
 python=${PYTHON:-python3}
-export PYTHONPATH=$root/workflow${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export PYTHONPATH=$root/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 if ! "$python" -c "import zarr, dask, jsonschema, snakemake" 2>/dev/null; then   # what .whl* carry
   "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     "$root"/.whl/*.whl "$root"/.whlsmk/*.whl

@@ -1,16 +1,17 @@
 """The documents and the files the Snakemake workflow catalog and citation tools read.
 
 Truths: `.snakemake-workflow-catalog.yml` has the catalog's usage keys with booleans; the
-catalog renders `config/README.md`, which has no level-1 heading; `workflow/Snakefile` is the
-top-level Snakefile (one copy of the logic); `CITATION.cff` has CFF 1.2.0's required keys and cites
-the five papers; the README stays a first page (at most 200 lines, `.ci/run`'s two commands); and
-every relative link of the documents reaches an existing file and, into a Markdown file, an
-existing heading (GitHub's anchors).
+catalog renders `config/README.md`, which has no level-1 heading; `workflow/Snakefile` and
+`workflow/rules/*.smk` are real files and none is a symbolic link; `CITATION.cff` has CFF 1.2.0's
+required keys and cites the five papers; the README stays a first page (at most 200 lines,
+`.ci/run`'s two commands); and every relative link of the documents reaches an existing file and,
+into a Markdown file, an existing heading (GitHub's anchors).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,20 +108,25 @@ def test_config_readme_names_every_key() -> None:
     options of the experiment's config.schema.yaml."""
     text = (REPO / "config/README.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    schema = yaml.safe_load((REPO / "workflow/attnsweep/workflow/schemas/config.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     documented = {m[1] for line in rows if (m := re.match(r"\| `(\w+)` \|", line))}
     assert set(schema["properties"]) <= documented, set(schema["properties"]) - documented
-    for package in sorted((REPO / "workflow/attnsweep/experiments").glob("*/config.schema.yaml")):
+    for package in sorted((REPO / "src/attnsweep/experiments").glob("*/config.schema.yaml")):
         name = package.parent.name
         (row,) = [line for line in rows if line.startswith(f"| [`{name}`]")]
         named = re.findall(r"`(\w+)`", row.split(" | ")[1])
         assert named == list(yaml.safe_load(package.read_text())["options"]), name
 
-def test_workflow_snakefile_is_the_top_level_one() -> None:
+def test_the_catalog_layout_in_real_files() -> None:
+    """workflow/Snakefile includes workflow/rules/*.smk, every one a real file; the repository
+    holds no symbolic link (a clone without them, Windows' default, would break)."""
     snakefile = REPO / "workflow/Snakefile"
-    assert snakefile.is_symlink() or snakefile.is_file()
-    assert snakefile.resolve() == (REPO / "Snakefile").resolve()
-    assert "module attnsweep:" in snakefile.read_text()
+    included = re.findall(r'^include: "(rules/\w+\.smk)"$', snakefile.read_text(), flags=re.M)
+    assert sorted(included) == sorted(f"rules/{p.name}" for p in (REPO / "workflow/rules").glob("*.smk"))
+    for path in (snakefile, *(REPO / "workflow" / name for name in included)):
+        assert path.is_file() and not path.is_symlink(), path
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert [line for line in listed.splitlines() if line.startswith("120000 ")] == []
 
 
 def test_citation_cff_cites_the_project_and_the_papers() -> None:

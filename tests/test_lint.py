@@ -1,6 +1,6 @@
 """Lint and format checks, part of the suite so that CI and the fast tier both run them: ruff on
 every Python file (rules and the 120-column limit in ``pyproject.toml``), snakefmt on every
-Snakefile and rule file of the package (the checkout's Snakefile links to one), and Snakemake's
+Snakefile and rule file (the top-level Snakefile, workflow/Snakefile, workflow/rules/*.smk), and Snakemake's
 own linter on the workflow (it exits 1 on any lint)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_ruff() -> None:
 
 
 def test_snakefmt() -> None:
-    check(str(BIN / "snakefmt"), "--check", "workflow/attnsweep")
+    check(str(BIN / "snakefmt"), "--check", "Snakefile", "workflow")
 
 
 @pytest.mark.slow

@@ -1,10 +1,11 @@
-"""attnsweep as an installed package: the files it ships (attnsweep.shipped), ``attnsweep init``,
+"""attnsweep as an installed package: the files it ships (attnsweep.project_files), ``attnsweep init``,
 and a wheel in a fresh venv.
 
-Truths: the checkout's Snakefile, config/config.yaml and profiles are links to the package's own
-files, and ``init`` writes exactly those (docs/extending.md shows its Snakefile as it is); ``init``
-refuses, writing nothing, where any of them exists, unless ``--force``; a shipped file that is
-missing is one line naming it and how to get it.
+Truths: the files the package ships are the checkout's own top-level files (an editable install
+finds them there; pyproject.toml lists every package of src/), and ``init`` writes exactly those
+(docs/extending.md shows its Snakefile as it is); ``init`` refuses, writing nothing, where any of
+them exists, unless ``--force``; a shipped file that is missing is one line naming it and how to
+get it.
 The wheel built from the checkout's files, alone in a venv, validates and lists from any
 directory, and the project ``init`` makes there runs a tiny sweep to a report holding every
 figure; without its schema, the command line and snakemake say so in one line, status 1.
@@ -23,28 +24,41 @@ import processes
 import pytest
 from conftest import CONFIGS, doc_files
 
-from attnsweep import cli, registry, shipped
+from attnsweep import cli, project_files, registry, scaffold
 from attnsweep.errors import SetupError
-from attnsweep.project import FILES
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_checkout_links_the_shipped_project() -> None:
-    for name in FILES:
-        assert (REPO / name).resolve() == shipped.path("project", name).resolve(), name
+def test_the_checkout_is_the_shipped_project() -> None:
+    """In an editable install the shipped files are the checkout's, real files (no link), and
+    ``init`` writes every sweep of config/sweeps/ beside the fixed files."""
+    assert project_files.root() == REPO
+    for name in scaffold.files():
+        assert not (REPO / name).is_symlink() and project_files.path(name) == REPO / name, name
+    assert {Path(n).name for n in scaffold.files() if n.startswith("config/sweeps/")} == {
+        p.name for p in (REPO / "config/sweeps").glob("*.yaml")}
+
+
+def test_pyproject_lists_every_package() -> None:
+    """The wheel's packages are listed by hand (a mapped folder is not found): none may be missing."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(REPO / "src").parts) for init in (REPO / "src").rglob("__init__.py")}
+    assert listed == found | {"attnsweep.project"}
 
 
 def test_the_docs_show_the_snakefile_init_writes() -> None:
     shown = doc_files("docs/extending.md", "## A project from the installed package")["Snakefile"]
-    assert shown == shipped.path("project", "Snakefile").read_text()
+    assert shown == project_files.path("Snakefile").read_text()
 
 
 def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     target = tmp_path / "my-sweep"
     assert cli.main(["init", str(target)]) == 0
-    for name in FILES:
-        assert (target / name).read_bytes() == shipped.path("project", name).read_bytes(), name
+    for name in scaffold.files():
+        assert (target / name).read_bytes() == project_files.path(name).read_bytes(), name
     assert "snakemake --report report.html" in capsys.readouterr().out
 
     config = target / "config/config.yaml"
@@ -58,14 +72,15 @@ def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys
     assert not (target / "Snakefile").exists() and config.read_text() == "experiments: {}\n"  # nothing written
 
     assert cli.main(["init", str(target), "--force"]) == 0
-    assert config.read_bytes() == shipped.path("project", "config/config.yaml").read_bytes()
+    assert config.read_bytes() == project_files.path("config/config.yaml").read_bytes()
     assert (target / "Snakefile").exists()
-    assert cli.main(["init", str(REPO), "--force"]) == 0  # the checkout's links: left as they are
-    test_the_checkout_links_the_shipped_project()
+    before = {name: (REPO / name).read_bytes() for name in scaffold.files()}
+    assert cli.main(["init", str(REPO), "--force"]) == 0  # the checkout's own files: left as they are
+    assert before == {name: (REPO / name).read_bytes() for name in scaffold.files()}
 
 
 def test_a_missing_shipped_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shipped.resources, "files", lambda _: tmp_path)  # an install without package data
+    monkeypatch.setattr(project_files, "root", lambda: tmp_path)  # an install without package data
     with pytest.raises(SetupError) as missing:
         cli.main(["workflow-path"])
     message = str(missing.value)
@@ -76,7 +91,7 @@ def test_a_missing_shipped_file_is_one_line(tmp_path: Path, monkeypatch: pytest.
 
 def test_workflow_path_is_the_shipped_snakefile(capsys: pytest.CaptureFixture) -> None:
     assert cli.main(["workflow-path"]) == 0
-    assert capsys.readouterr().out == f"{REPO / 'workflow/attnsweep/workflow/Snakefile'}\n"
+    assert capsys.readouterr().out == f"{REPO / 'workflow/Snakefile'}\n"
 
 
 # ------------------------------------------------------------------ a wheel in a fresh venv
@@ -135,7 +150,7 @@ def test_a_wheel_runs_a_project_anywhere(tmp_path: Path) -> None:
 
     ok(bin_ / "attnsweep", "init", "my-sweep", cwd=work)
     project = work / "my-sweep"
-    assert all((project / name).is_file() for name in FILES)
+    assert all((project / name).is_file() for name in scaffold.files())
     again = run(bin_ / "attnsweep", "init", "my-sweep", cwd=work)
     assert again.returncode == 1 and again.stderr.startswith("attnsweep: init would overwrite ")
     assert again.stderr.count("\n") == 1, again.stderr
@@ -148,7 +163,7 @@ def test_a_wheel_runs_a_project_anywhere(tmp_path: Path) -> None:
     ok(bin_ / "python", REPO / "scripts/check-report.py", "report.html", "config/config.yaml", cwd=project)
     assert "attnsweep sweep of self-attention dynamics" in (project / "report.html").read_text()  # its caption
 
-    schema = Path(module).parent / "workflow/schemas/config.schema.yaml"
+    schema = Path(module).parent / "project/workflow/schemas/config.schema.yaml"
     schema.unlink()
     for cmd in ([bin_ / "attnsweep", "validate", "config/config.yaml"], [bin_ / "attnsweep", "experiments"],
                 [bin_ / "python", "-m", "snakemake", "--dry-run"]):
@@ -163,10 +178,10 @@ def test_a_source_tree_without_an_install_records_its_version(tmp_path: Path) ->
     no attnsweep is installed: the version stores record is then that of the pyproject.toml of the
     tree it runs from, and ``0+unknown`` where the tree has none."""
     def version_from(root: Path) -> str:
-        shutil.copytree(REPO / "workflow" / "attnsweep", root / "workflow" / "attnsweep",
+        shutil.copytree(REPO / "src" / "attnsweep", root / "src" / "attnsweep",
                         ignore=shutil.ignore_patterns("__pycache__"))
         code = "import sys; sys.path.insert(0, sys.argv[1]); import attnsweep; print(attnsweep.__version__)"
-        return subprocess.run([sys.executable, "-S", "-c", code, str(root / "workflow")], capture_output=True,
+        return subprocess.run([sys.executable, "-S", "-c", code, str(root / "src")], capture_output=True,
                               text=True, check=True, cwd=root).stdout.strip()
 
     (tmp_path / "tree").mkdir()

@@ -27,8 +27,8 @@ from figcheck import check_figure
 
 from attnsweep import registry
 from attnsweep.config import experiment_defaults, load_sweep, load_yaml, plan_experiment, schema
+from attnsweep.contract import Experiment
 from attnsweep.grid import Axis, expand
-from attnsweep.registry import Experiment
 from attnsweep.store import open_store
 
 EXPERIMENTS = registry.names()
@@ -164,19 +164,21 @@ def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_pat
     assert checked.returncode == 0 and "4 passed" in checked.stdout, checked.stdout[-4000:]
 
 
-@pytest.mark.parametrize(("module", "message"), [
-    ("raise ImportError('No module named sklearn_extra')",
+@pytest.mark.parametrize(("module", "value", "message"), [
+    ("raise ImportError('No module named sklearn_extra')", "broken_experiment:Broken",
      "fails to import: ImportError: No module named sklearn_extra"),
-    ("", "registers no experiment 'broken'"),
+    ("", "broken_experiment", "names no subclass of attnsweep.contract.Experiment"),
+    ("from attnsweep.experiments.critical_scaling import CriticalScaling as Broken", "broken_experiment:Broken",
+     "names the experiment 'critical_scaling', not 'broken'"),
 ])
-def test_a_broken_installed_experiment_is_one_line(tmp_path: Path, module: str, message: str) -> None:
-    """An entry point whose module fails, or registers nothing: one line naming the entry point,
-    before any job, from the CLI and from Snakemake alike."""
+def test_a_broken_installed_experiment_is_one_line(tmp_path: Path, module: str, value: str, message: str) -> None:
+    """An entry point whose module fails, that names no Experiment class, or a class of another
+    name: one line naming the entry point, before any job, from the CLI and from Snakemake alike."""
     (tmp_path / "broken_experiment.py").write_text(module + "\n")
     info = tmp_path / "broken-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[attnsweep.experiments]\nbroken = broken_experiment\n")
+    (info / "entry_points.txt").write_text(f"[attnsweep.experiments]\nbroken = {value}\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     (tmp_path / "config.yaml").write_text("experiments:\n  critical_scaling: {}\n")
     for command in ([sys.executable, "-m", "attnsweep.cli", "validate", "config.yaml"],
@@ -187,4 +189,4 @@ def test_a_broken_installed_experiment_is_one_line(tmp_path: Path, module: str, 
         assert "Traceback" not in done.stderr, done.stderr
         line = [ln for ln in done.stderr.splitlines() if "attnsweep" in ln and "broken" in ln]
         assert len(line) == 1 and message in line[0], done.stderr
-        assert "attnsweep.experiments entry point broken = broken_experiment" in line[0]
+        assert f"attnsweep.experiments entry point broken = {value}" in line[0]

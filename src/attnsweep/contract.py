@@ -1,0 +1,190 @@
+"""The contract of an experiment: what the generic rules and the CLI see of one.
+
+An experiment package subclasses :class:`Experiment`, states its boundaries as :class:`Target`
+and its figures as :class:`FigureSpec`, and reads a job's identity from :class:`JobSpec`; an
+entry point names the class (like xarray's ``BackendEntrypoint``: :mod:`attnsweep.registry`).
+Experiments import these names from here; this module imports no experiment.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import yaml
+
+from attnsweep.grid import Axis
+from attnsweep.jobspec import JobSpec
+
+__all__ = ["Experiment", "FigureSpec", "JobSpec", "Target", "options_file"]
+
+if TYPE_CHECKING:  # kept out of the import path of every job
+    import pandas as pd
+    import torch
+    import xarray as xr
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Target:
+    """A boundary that refinement (:mod:`attnsweep.refine`) can make precise.
+
+    ``variable`` is the estimate in ``boundary.zarr``, with its interval ``<variable>_low`` and
+    ``<variable>_high``. ``crossing`` is the grid axis the boundary is a level crossing along
+    (new values of it locate the crossing), or None where it is located along an output axis
+    (time): then only more seeds and the curve help. ``curves`` are the grid axes the boundary
+    is a curve of, along which rows can be added between neighbours.
+    """
+
+    variable: str
+    crossing: str | None = None
+    curves: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure an experiment draws: file stem, report caption, and the function of the
+    experiment's figures module that draws it (default: the one named like the figure), called as
+    ``function(summary, boundary, **params)``."""
+
+    name: str
+    caption: str
+    draw: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.draw:
+            object.__setattr__(self, "draw", self.name)
+
+
+class Experiment(ABC):
+    """Contract of an experiment module.
+
+    Class attributes
+    ----------------
+    name : registry key and config section.
+    title, paper : one-line description, and the paper it implements (its arXiv id or venue, authors
+        and title; docs/papers/ holds what the project took from it).
+    axes : grid axes in canonical order (the seed axis is implicit and comes last), each with its
+        domain and default: the one statement of them (the config schema is composed from it).
+    options_schema : the rest of the config section as JSON schema: ``description`` (one
+        paragraph), ``seeds`` (``default``, ``description``), optionally ``dtype`` (a ``default``
+        other than the global dtype, with its ``description``) and ``options`` (the properties of
+        every option); built-in experiments read it from ``config.schema.yaml`` beside their module
+        (:func:`options_file`).
+    default_wildcards : axes fanned out as jobs unless the config says otherwise.
+    version : bump when a change of the code changes the numbers: every job then reruns.
+    targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
+
+    ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
+    axes that shape the draws and the seed only, so results do not depend on the job cut.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    paper: ClassVar[str]
+    axes: ClassVar[tuple[Axis, ...]]
+    options_schema: ClassVar[dict[str, Any]]
+    default_wildcards: ClassVar[tuple[str, ...]]
+    version: ClassVar[int] = 1
+    targets: ClassVar[tuple[Target, ...]] = ()
+
+    def config_schema(self) -> dict[str, Any]:
+        """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
+        ``refine`` (where it declares targets), ``dtype``, then its options."""
+        seeds = {"$ref": "#/$defs/seeds", **self.options_schema["seeds"]}
+        shared = {"seeds": seeds, "wildcards": {"$ref": "#/$defs/wildcards"}}
+        if self.targets:
+            shared["refine"] = {"$ref": "#/$defs/refine"}
+        shared["dtype"] = {"$ref": "#/$defs/dtype",
+                           "description": "precision of this experiment's simulations; the global dtype if absent",
+                           **self.options_schema.get("dtype", {})}
+        properties = {axis.name: axis.schema() for axis in self.axes} | shared
+        clash = sorted(set(properties) & set(self.options_schema["options"]))
+        if clash:
+            raise TypeError(f"experiment {self.name!r}: options {clash} clash with its axes or shared keys")
+        return {"description": self.options_schema["description"], "type": "object", "additionalProperties": False,
+                "properties": properties | self.options_schema["options"]}
+
+    def axis(self, name: str) -> Axis:
+        return {a.name: a for a in self.axes}[name]
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:  # noqa: B027
+        """Refuse combinations of options and grid the schema cannot express: raise
+        :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
+
+    def targets_for(self, options: dict[str, Any]) -> tuple[Target, ...]:
+        """The targets a sweep with these options computes (default: every one declared)."""
+        return self.targets
+
+    def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
+        """Coordinates of the store dimensions whose length follows the grid (for example one
+        per signal when the number of signals is an axis); a store of ``grid`` holds exactly
+        these, and the sweep their union, NaN where a grid point has fewer (default: none)."""
+        return {}
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """The options that change the numbers of a job over ``grid`` (default: all of them).
+
+        Part of the job's identity: changing an option reruns exactly the jobs it affects.
+        """
+        return dict(options)
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        """Run one job: a Dataset with every axis and ``seed`` as dimensions. By default the
+        function ``simulate(job, axes, device, dtype, progress)`` of the package's ``simulate``
+        module, imported here: torch is imported by jobs, never by the planner."""
+        module = importlib.import_module(f"{type(self).__module__}.simulate")
+        return module.simulate(job, self.axes, device, dtype, progress)
+
+    def records(self, options: dict[str, Any]) -> dict[str, int]:
+        """Records one system keeps (output times, recorded steps, snapshots), by the option key
+        that sets them, counted without building them: checked against ``max_outputs`` before
+        anything else looks at the options (default: none)."""
+        return {}
+
+    @abstractmethod
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front."""
+
+    @abstractmethod
+    def job_seconds(self, job: JobSpec) -> float:
+        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.cost`), checked
+        against ``max_job_hours`` up front and given to Snakemake as the job's ``runtime``."""
+
+    @abstractmethod
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        """Statistics over seeds plus theory on the same coordinates."""
+
+    @abstractmethod
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """Phase boundaries with their uncertainty, as a table and as a Dataset."""
+
+    @abstractmethod
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        """The figures this experiment draws for a grid and options (captions may name both).
+
+        Snakemake calls this whenever it plans a run (a dry run, ``--report``, each SLURM job's
+        own Snakemake): build the captions from text, and leave matplotlib and torch to the
+        figures module (the built-ins keep their captions in a ``captions`` module)."""
+
+    def draw(self, function: str, params: dict[str, Any], summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
+        """A figure from the reduced data (a :class:`FigureSpec`'s ``draw`` and ``params``): by default
+        ``function(summary, boundary, **params)`` of the package's ``figures`` module."""
+        module = importlib.import_module(f"{type(self).__module__}.figures")
+        draw = getattr(module, function, None)
+        if draw is None:
+            raise KeyError(f"{self.name} draws no figure {function!r}: {module.__name__} has no such function")
+        return draw(summary, boundary, **params)
+
+
+def options_file(module_file: str) -> dict[str, Any]:
+    """An experiment's ``options_schema``, read from ``config.schema.yaml`` beside ``module_file``."""
+    return yaml.safe_load(Path(module_file).with_name("config.schema.yaml").read_text())

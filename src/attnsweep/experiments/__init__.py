@@ -1,0 +1,1 @@
+"""The built-in experiments, one package per paper (the table of them: :data:`attnsweep.registry.BUILTIN`)."""

@@ -1,0 +1,221 @@
+"""critical_scaling: paper 000, *Critical attention scaling in long-context transformers*.
+
+Tokens ``x_i = sqrt(rho) z_0 + sqrt(1 - rho) z_i`` (Eq. 25) pass one pre-layer-norm attention
+layer with ``beta = gamma log n`` (Eqs. 3-5). Per (n, d, rho, gamma, alpha, seed) the job stores
+the angle ratio lambda (Eq. 26), the Jacobian norm eta (Eq. 27, exact or Hutchinson), the
+effective number of attended tokens, and quantiles of the input and output pair cosines.
+Theory (simplex closed forms, Theorems 2.1 and 2.3) is evaluated on the same coordinates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
+from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
+from attnsweep.errors import ConfigError
+from attnsweep.experiments.critical_scaling import captions, resources, theory
+from attnsweep.grid import Axis, format_value
+from attnsweep.seeds import presence, seed_statistics
+
+ETA_LEVEL = 0.25  # eta / plateau at gamma_c, docs/papers/000.md §6 (Eq. 20), not 1/2.
+
+
+def on_grid(func: Any, **coords: xr.DataArray) -> xr.DataArray:
+    """Evaluate a numpy function of broadcast coordinates and label the result."""
+    arrays = xr.broadcast(*coords.values())
+    values = func(**{k: a.values for k, a in zip(coords, arrays)})
+    return xr.DataArray(values, coords=arrays[0].coords, dims=arrays[0].dims)
+
+
+class CriticalScaling(Experiment):
+    name = "critical_scaling"
+    title = "one attention layer, beta = gamma log n: contraction vs identity (Figures 1-2)"
+    paper = ("arXiv:2510.05554 "
+             "(Chen, Lin, Polyanskiy, Rigollet: Critical attention scaling in long-context transformers)")
+    axes = (
+        Axis("n", "int", "number of tokens", low=2, default=[256]),
+        Axis("d", "int", "token dimension (tokens live on the sphere S^{d-1})", low=2, default=[16, 128, 1024]),
+        Axis("rho", "float", "shared component weight of Eq. 25", low=0, high=1, high_open=True,
+             default={"start": 0.0, "stop": 0.9, "num": 10}),
+        Axis("gamma", "float", "attention scaling, beta = gamma log n", low=0,
+             default={"start": 0.5, "stop": 12.0, "num": 12}, note="Eq. 3"),
+        Axis("alpha", "float", "residual weight of Eq. 5", low=0, default=[0.0]),
+    )
+    options_schema = options_file(__file__)
+    default_wildcards = ("n", "d", "seed")
+    targets = (Target("gamma_star_lambda", crossing="gamma", curves=("rho",)),
+               Target("gamma_star_eta", crossing="gamma", curves=("rho",)))
+
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
+        if options["query_tokens"] is not None and max(grid["n"]) > options["query_tokens"] \
+                and options["eta_method"] != "none":
+            raise ConfigError(f"{prefix}.query_tokens", "samples the layer's query tokens for lambda only: set "
+                              f"eta_method: none (eta needs the layer at every token; it is {options['eta_method']})")
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        """Options without effect on a job's grid become None (``probes`` under exact eta,
+        ``pair_samples`` and ``quantile_tokens`` where no n exceeds their threshold), and
+        ``pair_subsample_n`` becomes the largest job n not above it, which subsamples the same n.
+        ``query_tokens`` is left out where no n exceeds it, so that the jobs of sweeps from before
+        it keep their stores."""
+        opts = dict(options)
+        ns = grid["n"]
+        if opts["query_tokens"] is None or max(ns) <= opts["query_tokens"]:
+            del opts["query_tokens"]
+        if opts["eta_method"] != "hutchinson":
+            opts["probes"] = None
+        if max(ns) <= opts["pair_subsample_n"]:
+            opts["pair_samples"] = None
+        opts["pair_subsample_n"] = max((n for n in ns if n <= opts["pair_subsample_n"]), default=0)
+        if max(ns) <= opts["quantile_tokens"]:
+            opts["quantile_tokens"] = None
+        return opts
+
+    def targets_for(self, options: dict[str, Any]) -> tuple[Target, ...]:
+        """No eta boundary without eta (``eta_method: none``)."""
+        if options.get("eta_method") == "none":
+            return tuple(t for t in self.targets if t.variable != "gamma_star_eta")
+        return self.targets
+
+    def job_memory_bytes(self, job: JobSpec) -> int:
+        return resources.memory_bytes(job)
+
+    def job_seconds(self, job: JobSpec) -> float:
+        return resources.seconds(job)
+
+    # ------------------------------------------------------------------ reduce
+    def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
+        k = sweep.sizes["seed"]
+        eta_normalized = (sweep["eta"] / sweep["eta_plateau"]).assign_attrs(long_name="eta / eta_plateau", units="1")
+        sweep = sweep.assign(eta_normalized=eta_normalized)
+        out = seed_statistics(sweep, ("lambda", "eta", "eta_normalized", "n_eff"))
+        out.update(seed_statistics(sweep, ("eta_plateau", "cos_in_quantile", "cos_out_quantile"), se=False))
+        if "eta_probe" in sweep:
+            probe_var = sweep["eta_probe"].var("probe", ddof=1) / sweep.sizes["probe"]
+            out["eta_hutchinson_se"] = np.sqrt(probe_var.sum("seed")) / k
+            out["eta_hutchinson_se"].attrs.update(long_name="part of eta_se due to the finite probe count", units="1")
+        if "simulated" in sweep:
+            out["seeds_held"] = sweep["simulated"].sum("seed")
+            out["seeds_held"].attrs.update(long_name="seeds simulated at the point (a refined sweep differs "
+                                                     "by point; 0: not simulated)", units="1")
+        out = out.compute()
+        out.update(self.theory(out))
+        out.attrs.update(sweep.attrs)
+        out.attrs["seeds"] = k
+        return out
+
+    @staticmethod
+    def theory(summary: xr.Dataset) -> xr.Dataset:
+        """Closed forms on the summary's coordinates (q = 1 simplex; docs/papers/000.md §4)."""
+        n, d, rho, gamma, alpha = (summary[c].astype(float) for c in ("n", "d", "rho", "gamma", "alpha"))
+        eta_simplex = on_grid(lambda n, d, rho, gamma: theory.simplex_eta(n, d, rho, gamma),
+                              n=n, d=d, rho=rho, gamma=gamma)
+        out = xr.Dataset(
+            {
+                "gamma_critical": on_grid(lambda rho: theory.gamma_critical(rho), rho=rho),
+                "lambda_critical": on_grid(lambda rho, alpha: theory.lambda_critical(rho, alpha), rho=rho, alpha=alpha),
+                "lambda_simplex": on_grid(theory.simplex_lambda, n=n, rho=rho, gamma=gamma, alpha=alpha),
+                "lambda_limit": on_grid(theory.lambda_limit, rho=rho, gamma=gamma, alpha=alpha),
+                "eta_simplex": eta_simplex.where(alpha == 0),
+                "eta_limit": on_grid(theory.eta_limit, d=d, rho=rho, gamma=gamma).where(alpha == 0),
+            }
+        )
+        attrs = {
+            "gamma_critical": "critical scaling gamma_c = 1/(1 - rho) (Theorem 2.1)",
+            "lambda_critical": "lambda at gamma_c as n -> inf (Eq. 6; 1/(1+3 rho) for alpha = 0, Eq. 7)",
+            "lambda_simplex": "exact finite-n lambda on the simplex, q = 1 (Lemmas A.3-A.4)",
+            "lambda_limit": "n -> inf limit of lambda on the simplex (Theorem 2.1, Eqs. 6-7)",
+            "eta_simplex": "exact finite-n eta on the simplex, q = 1, alpha = 0 (Eq. 86, Eq. 90 corrected; "
+                           "for d < n no simplex exists and this is the formula continued in d)",
+            "eta_limit": "n -> inf limit of eta on the simplex, alpha = 0 (Theorem 2.3)",
+        }
+        for var, long_name in attrs.items():
+            out[var].attrs.update(long_name=long_name, units="1")
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
+        """gamma*(rho; n, d, alpha): lambda crossing lambda_c(rho) and eta/plateau crossing 1/4."""
+        gamma = sweep["gamma"].values
+        order = ("n", "d", "rho", "alpha", "seed", "gamma")
+        lam = sweep["lambda"].transpose(*order).values
+        level = summary["lambda_critical"].broadcast_like(sweep["lambda"].isel(seed=0, gamma=0))
+        level = level.transpose("n", "d", "rho", "alpha").values
+        # rho = 0, alpha = 0: lambda_c = 1 is also the supercritical limit, so no crossing exists.
+        level = np.where(level < 1 - 1e-9, level, np.nan)
+        eta = (sweep["eta"] / sweep["eta_plateau"]).transpose(*order).values
+        eta = np.where((sweep["alpha"].values == 0)[None, None, None, :, None, None], eta, np.nan)
+        dims = ("n", "d", "rho", "alpha")
+        coords = {c: sweep[c].values for c in dims}
+        out = xr.Dataset(coords=coords)
+        present = presence(sweep, order)  # a refined sweep: rows hold different gamma and seeds
+        crossings = (("lambda", lam, level, "seed-mean lambda crosses lambda_critical(rho, alpha)"),
+                     ("eta", eta, ETA_LEVEL, f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)"))
+        for obs, samples, lv, what in crossings:
+            est, low, high = bootstrap_crossing(gamma, samples, lv, present=present)
+            mean = seed_mean(samples, present)
+            out.update(interval_variables(f"gamma_star_{obs}", dims, est, low, high, f"gamma where {what}"))
+            out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, mean))
+            out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
+            out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
+        out["gamma_critical"] = summary["gamma_critical"]
+        n, d, rho, alpha = (out[c].astype(float) for c in ("n", "d", "rho", "alpha"))
+        out["gamma_star_lambda_simplex"] = on_grid(
+            lambda n, rho, alpha: theory.simplex_gamma_star(n, rho, alpha=alpha), n=n, rho=rho, alpha=alpha)
+        out["gamma_star_eta_simplex"] = on_grid(
+            lambda n, d, rho: theory.simplex_gamma_star(n, rho, d=d, level=ETA_LEVEL), n=n, d=d, rho=rho
+        ).where(alpha == 0)
+        for obs in ("lambda", "eta"):
+            out[f"gamma_star_{obs}_simplex"].attrs.update(
+                long_name=f"gamma* of {obs} on the finite-n simplex, q = 1 (the same level; docs/papers/000.md §4)",
+                units="1")
+            out[f"gamma_max_slope_{obs}"].attrs.update(long_name=f"gamma of the steepest rise of {obs}", units="1")
+            out[f"gamma_star_{obs}_scaled"].attrs.update(long_name="gamma* (1 - rho), -> 1 as n, d grow", units="1")
+            out[f"gamma_star_{obs}_scaled_median"].attrs.update(
+                long_name="median over rho of gamma* (1 - rho): the finite-size table per (n, d)", units="1")
+        out.attrs.update(summary.attrs, eta_level=ETA_LEVEL)
+        table = self._table(out)
+        return table, out
+
+    @staticmethod
+    def _table(bnd: xr.Dataset) -> pd.DataFrame:
+        rows = []
+        for obs in ("lambda", "eta"):
+            frame = bnd[[f"gamma_star_{obs}", f"gamma_star_{obs}_low", f"gamma_star_{obs}_high",
+                         f"gamma_max_slope_{obs}", f"gamma_star_{obs}_simplex", "gamma_critical"]
+                        ].to_dataframe().reset_index()
+            frame = frame.rename(columns={
+                f"gamma_star_{obs}": "gamma_star", f"gamma_star_{obs}_low": "ci_low",
+                f"gamma_star_{obs}_high": "ci_high", f"gamma_max_slope_{obs}": "gamma_max_slope",
+                f"gamma_star_{obs}_simplex": "gamma_star_simplex",
+            })
+            frame.insert(0, "observable", obs)
+            rows.append(frame)
+        table = pd.concat(rows, ignore_index=True)
+        table["gamma_star_times_1_minus_rho"] = table["gamma_star"] * (1 - table["rho"])
+        table = table.dropna(subset=["gamma_star", "gamma_max_slope"], how="all")
+        return table[["observable", "n", "d", "rho", "alpha", "gamma_star", "ci_low", "ci_high",
+                      "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_star_simplex", "gamma_critical"]]
+
+    # ------------------------------------------------------------------ figures
+    def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+        specs, with_eta = [], options["eta_method"] != "none"
+        for n in grid["n"]:
+            tag = f"n~{format_value(n)}"
+            specs.append(FigureSpec(f"lambda_{tag}", captions.caption_lambda(int(n), grid), "heatmaps",
+                                    {"observable": "lambda", "n": int(n)}))
+            if with_eta:
+                specs.append(FigureSpec(f"eta_{tag}", captions.caption_eta(int(n), grid, options), "heatmaps",
+                                        {"observable": "eta", "n": int(n)}))
+        observables = {} if with_eta else {"observables": ["lambda"]}
+        specs.append(FigureSpec("finite_size", captions.caption_finite_size(grid, "d", with_eta), "finite_size",
+                                observables))
+        if len(grid["n"]) > 1:
+            specs.append(FigureSpec("finite_size_n", captions.caption_finite_size(grid, "n", with_eta), "finite_size",
+                                    {"across": "n", **observables}))
+        return specs
