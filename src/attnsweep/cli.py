@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--block-mib", type=int, default=256, help="memory budget of one row block (MiB)")
     p.set_defaults(func=cmd_job)
 
-    p = sub.add_parser("collect", help="gather a sweep's run stores into sweep.zarr (what the collect rule calls)")
+    p = sub.add_parser("collect", help="gather run stores into a sweep.zarr, as the collect rule does")
     p.add_argument("arguments", help="a JSON file of the keyword arguments of attnsweep.aggregate.collect")
     p.set_defaults(func=cmd_collect)
 

@@ -1,9 +1,14 @@
 # Reductions of one experiment's runs: sweep.zarr -> summary.zarr -> boundary.{csv,zarr}.
-# reduce and boundary (and figure) are `run:` blocks that call `attnsweep aggregate STEP ARGS`,
-# which the warm server of worker.smk runs when one runs (local runs), skipping a fresh
-# Python's ~2 s of imports; collect runs `attnsweep collect` in a process of its own, its
-# arguments in a file beside its log: its list of run stores can exceed the length of one
-# command-line argument.
+# reduce and boundary (and figure) call `attnsweep aggregate STEP ARGS`, ARGS their params: the
+# step's paths as JSON. The warm server of worker.smk runs them when one runs (local runs),
+# skipping a fresh Python's ~2 s of imports. collect runs `attnsweep collect ARGUMENTS` in a
+# process of its own, ARGUMENTS a JSON file it writes as its second log: its list of run stores
+# can exceed the length of a command line.
+#
+# `run:` blocks calling shell(), not `shell:` or `script:`: Snakemake's linter asks every shell
+# or script rule for a conda environment or container, which would have to install attnsweep
+# itself (no release on a package index); the rules run in Snakemake's own environment, which
+# has it. A run block is exempt, and its params are recorded and compared as a shell rule's.
 
 
 rule collect:
@@ -12,13 +17,14 @@ rule collect:
     output:
         sweep=directory(f"{RESULTS}/{{experiment}}/sweep.zarr"),
     log:
-        f"{LOGS}/{{experiment}}/collect.log",
+        main=f"{LOGS}/{{experiment}}/collect.log",
+        arguments=f"{LOGS}/{{experiment}}/collect.json",
     threads: ALL_CORES  # reader processes (attnsweep.aggregate.collect)
     params:
         layout=sweep_layout,
     run:
-        arguments = collect_arguments(input.runs, output.sweep, params.layout, threads, log[0])
-        shell("{PYTHON:q} -m attnsweep.cli collect {arguments:q} > {log:q} 2>&1")
+        write_collect_arguments(log.arguments, input.runs, output.sweep, params.layout, threads)
+        shell("{PYTHON:q} -m attnsweep.cli collect {log.arguments:q} > {log.main:q} 2>&1")
 
 
 rule reduce:
@@ -28,9 +34,10 @@ rule reduce:
         summary=directory(f"{RESULTS}/{{experiment}}/summary.zarr"),
     log:
         f"{LOGS}/{{experiment}}/reduce.log",
+    params:
+        step=lambda wildcards, input, output: step_arguments(sweep_path=input.sweep, out=output.summary),
     run:
-        step = json.dumps({"sweep_path": input.sweep, "out": output.summary})
-        shell("{PYTHON:q} -m attnsweep.cli aggregate reduce {step:q} > {log:q} 2>&1")
+        shell("{PYTHON:q} -m attnsweep.cli aggregate reduce {params.step:q} > {log:q} 2>&1")
 
 
 rule boundary:
@@ -42,8 +49,9 @@ rule boundary:
         store=directory(f"{RESULTS}/{{experiment}}/boundary.zarr"),
     log:
         f"{LOGS}/{{experiment}}/boundary.log",
+    params:
+        step=lambda wildcards, input, output: step_arguments(
+            sweep_path=input.sweep, summary_path=input.summary, csv=output.csv, out=output.store
+        ),
     run:
-        step = json.dumps(
-            {"sweep_path": input.sweep, "summary_path": input.summary, "csv": output.csv, "out": output.store}
-        )
-        shell("{PYTHON:q} -m attnsweep.cli aggregate boundary {step:q} > {log:q} 2>&1")
+        shell("{PYTHON:q} -m attnsweep.cli aggregate boundary {params.step:q} > {log:q} 2>&1")

@@ -4,7 +4,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 
 from attnsweep.config import load_sweep
 from attnsweep.cost import runtime_minutes
@@ -15,13 +14,15 @@ from snakemake.exceptions import WorkflowError
 try:
     SWEEP = load_sweep(config)
 except ConfigError as err:
-    # One line naming the offending key, before any job is scheduled; no traceback.
-    print(f"attnsweep: config error: {err}", file=sys.stderr)
-    sys.exit(1)
+    # The line names the offending key, before any job is scheduled.
+    raise WorkflowError(f"attnsweep: config error: {err}") from None
 
 # The config a healing `attnsweep verify CONFIG --quarantine` names (attnsweep.errors.BadStoreError),
-# for the jobs' shells and the warm worker to inherit (set, not read: no `envvars:`).
-os.environ.update(ATTNSWEEP_CONFIG=str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
+# for the jobs' shells and the warm worker to inherit (set, not read: no `envvars:`). The last
+# config file loaded (the command line's, else the default): Snakemake documents no API that
+# names them, so this reads workflow.configfiles; without one the message says CONFIG.
+if workflow.configfiles:
+    os.environ.update(ATTNSWEEP_CONFIG=str(workflow.configfiles[-1]))
 PYTHON = sys.executable  # the interpreter running snakemake has attnsweep installed
 RESULTS = SWEEP.results
 LOGS = SWEEP.logs
@@ -79,13 +80,15 @@ def sweep_layout(wildcards):
     return json.dumps({"grid": plan.coords(), "points": points}, sort_keys=True)
 
 
-def collect_arguments(runs, sweep, layout, threads, log):
-    """Write the keyword arguments of attnsweep.aggregate.collect to a JSON file beside the
-    job's log, and return its path (the list of runs can exceed a command-line argument)."""
-    path = f"{log}.json"
+def write_collect_arguments(path, runs, sweep, layout, threads):
+    """The keyword arguments of attnsweep.aggregate.collect, as a JSON file (collect's second log)."""
     with open(path, "w") as fh:
         json.dump({"runs": list(runs), "out": sweep, "workers": threads, **json.loads(layout)}, fh)
-    return path
+
+
+def step_arguments(**paths):
+    """The arguments of `attnsweep aggregate STEP` as JSON text: a step's paths and parameters."""
+    return json.dumps(paths, sort_keys=True)
 
 
 def figure_caption(wildcards):
@@ -96,9 +99,9 @@ def figure_caption(wildcards):
 
 
 def figure_spec(wildcards):
-    """The figure's function and parameters as JSON text (a param: a change of either redraws it)."""
+    """The figure's function and parameters (in the figure's params: a change of either redraws it)."""
     spec = {f.name: f for f in FIGURES[wildcards.experiment]}[wildcards.figure]
-    return json.dumps({"draw": spec.draw, "params": spec.params}, sort_keys=True)
+    return {"draw": spec.draw, "params": spec.params}
 
 
 def final_outputs():

@@ -18,15 +18,12 @@ rule figure:
         f"{LOGS}/{{experiment}}/figures/{{figure}}.log",
     params:
         caption=figure_caption,
-        spec=figure_spec,
+        step=lambda wildcards, input, output: step_arguments(
+            **figure_spec(wildcards),
+            summary_path=input.summary,
+            boundary_path=input.boundary,
+            png=output.png,
+            pdf=output.pdf,
+        ),
     run:
-        step = json.dumps(
-            {
-                **json.loads(params.spec),
-                "summary_path": input.summary,
-                "boundary_path": input.boundary,
-                "png": output.png,
-                "pdf": output.pdf,
-            }
-        )
-        shell("{PYTHON:q} -m attnsweep.cli aggregate figure {step:q} > {log:q} 2>&1")
+        shell("{PYTHON:q} -m attnsweep.cli aggregate figure {params.step:q} > {log:q} 2>&1")

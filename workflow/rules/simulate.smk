@@ -26,7 +26,6 @@ rule simulate:
         gpu=0,
         mem_mb=SWEEP.job_mib,
         runtime=job_runtime,
-        tmpdir=tempfile.gettempdir(),
     run:
         spec = job_spec(wildcards)
         shell(
