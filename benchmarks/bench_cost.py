@@ -1,4 +1,4 @@
-"""The time estimate of simulate jobs (``attnsweep.cost``) against their measured time.
+"""The time estimate of simulate jobs (``attnsweep.plan.cost``) against their measured time.
 
 For every job of the given configs whose estimate is at most ``--max-seconds``, runs the job
 in this process on one CPU thread (as a warm-server child would: imports excluded) and prints
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from attnsweep.config import load_sweep, load_yaml
-from attnsweep.jobs import run_job
+from attnsweep.plan.config import load_sweep, load_yaml
+from attnsweep.run.job import run_job
 
 
 def main() -> None:

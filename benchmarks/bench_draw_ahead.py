@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from attnsweep import registry
-from attnsweep.config import load_sweep
-from attnsweep.device import resolve_device
 from attnsweep.experiments.critical_scaling import simulate
+from attnsweep.plan.config import load_sweep
+from attnsweep.run.device import resolve_device
 
 
 def job(n: int, d: int, gammas: int, seeds: int):

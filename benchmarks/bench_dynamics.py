@@ -28,8 +28,8 @@ import numpy as np
 def ours(args: argparse.Namespace) -> None:
     import torch
 
-    from attnsweep.config import load_sweep
-    from attnsweep.device import resolve_dtype
+    from attnsweep.plan.config import load_sweep
+    from attnsweep.run.device import resolve_dtype
 
     torch.set_num_threads(args.threads)
     steps = int(round(args.t_max / args.dt))

@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from attnsweep.store import open_store, write_file
+from attnsweep.stores.io import open_store, write_file
 
 
 def tally(root: Path) -> tuple[int, int, int]:

@@ -31,9 +31,9 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from attnsweep.config import load_sweep
 from attnsweep.experiments.critical_scaling import kernel
 from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens
+from attnsweep.plan.config import load_sweep
 from attnsweep.registry import get
 
 

@@ -3,7 +3,7 @@
 - ``overhead``: a job with almost no compute (n = 2, d = 1, one rho and gamma, one probe) run
   as the simulate rule runs it (``python -m attnsweep.cli job SPEC``), so its wall time is the
   per-job fixed cost: process start, imports, store write; once in a fresh process and once
-  through the warm fork server of local runs (``attnsweep.worker``). The import of torch and
+  through the warm fork server of local runs (``attnsweep.run.worker``). The import of torch and
   of xarray/zarr alone are timed for the breakdown. Target: <= 1.5 s.
 - ``long``: one grid point at n = 65536, d = 128 (``attnsweep run``): wall time and peak
   resident memory of the process. Target: <= 4 GB. Hutchinson by default: at n far above
@@ -93,7 +93,7 @@ def overhead(repeats: int) -> None:
             print(f"  {label:<28} median {med:.2f} s  (min {lo:.2f}, max {hi:.2f})")
         # The same job through the warm fork server that local Snakemake runs start.
         socket = f"{tmp}/worker.sock"
-        server = subprocess.Popen([sys.executable, "-m", "attnsweep.worker", socket, "--idle", "60"])
+        server = subprocess.Popen([sys.executable, "-m", "attnsweep.run.worker", socket, "--idle", "60"])
         while not os.path.exists(socket):
             time.sleep(0.1)
         try:

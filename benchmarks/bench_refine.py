@@ -50,8 +50,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from attnsweep.config import load_sweep  # noqa: E402
-from attnsweep.store import open_store  # noqa: E402
+from attnsweep.plan.config import load_sweep  # noqa: E402
+from attnsweep.stores.io import open_store  # noqa: E402
 
 GAMMA = (0.5, 12.0)
 RHO = (0.05, 0.95)
@@ -198,7 +198,7 @@ def critical(args: argparse.Namespace) -> None:
 
 
 def core_hours(config: Path, name: str) -> float:
-    """The cost model's core-hours of every job of a config's sweep (``attnsweep.cost``)."""
+    """The cost model's core-hours of every job of a config's sweep (``attnsweep.plan.cost``)."""
     plan = load_sweep(yaml.safe_load(config.read_text())).plans[name]
     return sum(plan.seconds().values()) / 3600
 
@@ -271,8 +271,8 @@ def adaptive_rows(args: argparse.Namespace) -> None:
     import adaptive
     import torch
 
-    from attnsweep.crossing import bootstrap_crossing, first_crossing
     from attnsweep.experiments.critical_scaling.theory import lambda_critical
+    from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing
 
     name = "critical_scaling"
     work = Path(args.out) / "refine-lambda"

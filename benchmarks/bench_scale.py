@@ -72,9 +72,9 @@ def dryrun(jobs: int, repeats: int) -> None:
 
 def make_stores(folder: Path, count: int) -> list[Path]:
     """``count`` run stores: one real job's store copied to distinct (n, d, seed) coordinates."""
-    from attnsweep.config import load_sweep
-    from attnsweep.jobs import run_job
-    from attnsweep.store import open_store, write_file
+    from attnsweep.plan.config import load_sweep
+    from attnsweep.run.job import run_job
+    from attnsweep.stores.io import open_store, write_file
 
     grid = grid_for(count)
     plan = load_sweep({"device": "cpu", "experiments": {"critical_scaling": {**grid, "n": [16], "d": [2],
@@ -96,7 +96,7 @@ def reduce_stores(folder: Path) -> None:
     seconds of each step on stderr."""
     import time
 
-    from attnsweep import aggregate
+    from attnsweep.reduce import aggregate
 
     start = time.perf_counter()
     runs = sorted((folder / "runs").glob("*.zarr"))
@@ -131,8 +131,8 @@ def make_tree(folder: Path, jobs: int) -> Path:
     real job's store copied under each job's spec, its fanned-out coordinates (n, d, seed) set to
     the job's, entry by entry (a store of its own per job, as ``attnsweep verify`` checks, without
     running zarr 10^4 times). The config's path."""
-    from attnsweep.config import load_sweep
-    from attnsweep.jobs import run_job
+    from attnsweep.plan.config import load_sweep
+    from attnsweep.run.job import run_job
 
     config = {"device": "cpu", "results": str(folder / "results"), "logs": str(folder / "logs"),
               "experiments": {"critical_scaling": grid_for(jobs)}}

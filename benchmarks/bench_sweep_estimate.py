@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from attnsweep.config import load_sweep, load_yaml
-from attnsweep.plan import Plan
+from attnsweep.plan.config import load_sweep, load_yaml
+from attnsweep.plan.experiment_plan import Plan
 
 
 def gemm_gflop(n: int, d: int, n_gamma: int, probes: int | None) -> float:

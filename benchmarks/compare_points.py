@@ -4,7 +4,7 @@ seed) of an experiment that both trees' run stores hold, and how far one variabl
     python benchmarks/compare_points.py results/long_context results/gpu_long_context
 
 Two sweeps of critical_scaling draw the same tokens for the same (n, d, seed) whatever else
-they hold (``attnsweep.rng``: a point's random numbers depend on its own coordinates, and the
+they hold (``attnsweep.run.rng``: a point's random numbers depend on its own coordinates, and the
 tokens are drawn on the CPU), so two trees computed on different devices, or with and without
 eta, must agree up to the order of the float arithmetic: this checks one device against the
 other on every point they share. Prints, per (n, d), the points shared, the largest absolute
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnsweep.store import open_store
+from attnsweep.stores.io import open_store
 
 POINT = ["n", "d", "rho", "gamma", "alpha", "seed"]
 

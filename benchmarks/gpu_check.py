@@ -92,13 +92,14 @@ from bench_dynamics import agreement
 from bench_kernel import median_time
 from bench_sweep_estimate import gemm_gflop, per_rho_seconds, probes_of, sweep_seconds
 
-from attnsweep import cost, registry
+from attnsweep import registry
 from attnsweep.cli import format_duration
-from attnsweep.config import load_sweep, load_yaml
 from attnsweep.experiments.mixture_training.resources import sizes, step_flops, three_stage_steps
 from attnsweep.experiments.sphere_clustering.resources import reduced_dimension
 from attnsweep.jobspec import JobSpec
-from attnsweep.plan import Plan
+from attnsweep.plan import cost
+from attnsweep.plan.config import load_sweep, load_yaml
+from attnsweep.plan.experiment_plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"
@@ -450,7 +451,7 @@ def authors(args: argparse.Namespace, device: torch.device, budget: float) -> di
             spent = time.perf_counter() - start
             if spent + 1.3 * (time.perf_counter() - round_start) > budget:
                 break  # another round would not fit: the medians of the rounds made
-        from attnsweep.store import open_store
+        from attnsweep.stores.io import open_store
 
         mine = open_store(Path(work, "float64.zarr"))["clustered"].isel(t=-1).mean("seed").squeeze().values
         ok, diff, z = agreement(mine, np.load(theirs_out)[:, -1], batch)

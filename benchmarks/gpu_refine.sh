@@ -25,7 +25,7 @@ if ! "$python" -c "import zarr, dask, jsonschema, snakemake" 2>/dev/null; then  
     "$root"/.whl/*.whl "$root"/.whlsmk/*.whl
   export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
-read -r results logs < <("$python" -c 'import sys; from attnsweep.config import load_yaml, validate_schema
+read -r results logs < <("$python" -c 'import sys; from attnsweep.plan.config import load_yaml, validate_schema
 c = validate_schema(load_yaml(sys.argv[1])); print(c["results"], c["logs"])' "$config")
 mkdir -p "$out"
 status=0
@@ -35,7 +35,7 @@ status=0
   date -u
   echo "refine exit status $status (124: stopped at $seconds s, to be resumed)"
 } >"$out/refine.log" 2>&1
-grep -E "attnsweep.refine|steps \(|exit status|UTC" "$out/refine.log" | tail -40 || true
+grep -E "attnsweep.refine.rules|steps \(|exit status|UTC" "$out/refine.log" | tail -40 || true
 tar czf "$out/piece.tgz" "$results" "$logs"
 ((status == 124)) && status=0    # stopped as planned
 exit "$status"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnsweep.store import open_store
+from attnsweep.stores.io import open_store
 
 
 def main(argv: list[str] | None = None) -> int:

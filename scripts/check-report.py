@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from attnsweep.config import load_sweep, load_yaml
+from attnsweep.plan.config import load_sweep, load_yaml
 
 ENTRY = re.compile(r'"([^"]+\.png)": \{"name".*?"data_uri": "data:image/png;[^,"]*base64,([^"]*)"', re.DOTALL)
 

@@ -117,7 +117,7 @@ def test_captured_against_brute_force() -> None:
 
 
 def plan(section: dict, **top: object):
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     config = {"dtype": "float64", **top, "experiments": {"causal_clustering": section}}
     return load_sweep(config).plans["causal_clustering"]
@@ -179,10 +179,10 @@ def test_recorded_centre_counts_match_lemma_c1_and_the_definitions() -> None:
 def test_jobs_are_independent_of_job_cut_chunking_and_mask_set(tmp_path: Path, monkeypatch) -> None:
     """One job, one job per (n, d, seed, beta), and chunks of one system give the same arrays bit
     for bit; a causal-only sweep gives the causal half of a causal-and-full one."""
-    from attnsweep.aggregate import collect
-    from attnsweep.config import load_sweep
-    from attnsweep.jobs import run_job
-    from attnsweep.store import open_store
+    from attnsweep.plan.config import load_sweep
+    from attnsweep.reduce.aggregate import collect
+    from attnsweep.run.job import run_job
+    from attnsweep.stores.io import open_store
 
     section = {"n": [5, 7], "d": [2, 3], "beta": [2.0, 9.0], "seeds": 2, "t_max": 2.0, "outputs": 5,
                "values": ["identity", "bottom_simple"], "snapshot_times": []}

@@ -419,7 +419,7 @@ def test_theory_on_hand_made_clouds() -> None:
 
 
 def plan(section: dict, **top: object):
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     config = {"dtype": "float64", **top, "experiments": {"cluster_emergence": section}}
     return load_sweep(config).plans["cluster_emergence"]
@@ -456,10 +456,10 @@ def test_bad_options_are_refused_naming_the_key(patch: dict, key: str) -> None:
 def test_job_is_independent_of_job_cut_and_chunking(tmp_path: Path) -> None:
     """One job, one job per (n, d, scale, seed), and chunks of three and one systems give the same
     arrays bit for bit (random V and Q^T K keyed by (d, seed), tokens by (n, d, seed))."""
-    from attnsweep.aggregate import collect
     from attnsweep.experiments.cluster_emergence.resources import system_bytes
-    from attnsweep.jobs import run_job
-    from attnsweep.store import open_store
+    from attnsweep.reduce.aggregate import collect
+    from attnsweep.run.job import run_job
+    from attnsweep.stores.io import open_store
 
     section = {"n": [96], "d": [1, 3], "scale": [1.0, 5.0], "seeds": 2, "t_max": 1.0, "outputs": 3,
                "value": "symmetric", "query_key": "uniform", "snapshot_times": [0.0, 1.0]}

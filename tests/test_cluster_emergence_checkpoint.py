@@ -22,9 +22,9 @@ import torch
 import yaml
 
 from attnsweep import cli
-from attnsweep.config import load_sweep
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.cluster_emergence import checkpoint, good_triples
+from attnsweep.plan.config import load_sweep
 from attnsweep.registry import get
 
 NAME = "cluster_emergence"
@@ -136,7 +136,7 @@ def test_planning_a_checkpoint_run_imports_neither_torch_nor_scipy(tmp_path: Pat
     the jobs' and the reduction's): a fresh process plans a run and lists what it imported."""
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({"dtype": "float64", "experiments": {NAME: section(ac.write(tmp_path / "ckpt"))}}))
-    code = ("import sys, json; from attnsweep.config import load_sweep, load_yaml; "
+    code = ("import sys, json; from attnsweep.plan.config import load_sweep, load_yaml; "
             f"load_sweep(load_yaml({str(path)!r})).plans[{NAME!r}].jobs(); "
             "print(json.dumps([m for m in ('torch', 'scipy', 'safetensors') if m in sys.modules]))")
     done = processes.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)

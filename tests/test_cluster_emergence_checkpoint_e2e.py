@@ -21,8 +21,8 @@ from figcheck import check_figure, data_axes
 from output_contract import output_contract, store_problems
 from workflow_runs import prepare, run, run_ok
 
-from attnsweep.config import load_sweep
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.stores.io import open_store
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attnsweep.config import load_sweep
-from attnsweep.jobs import run_job
+from attnsweep.plan.config import load_sweep
+from attnsweep.run.job import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

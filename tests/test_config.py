@@ -316,7 +316,7 @@ def test_run_writes_store_with_dims_and_provenance(tmp_path):
 
 def test_plan_cuts_grid_into_jobs():
     """Truth: the product of the fanned-out axes; batched axes keep every value in each job."""
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     section = {"n": [16, 24], "d": [4], "rho": [0.0, 0.5], "gamma": {"start": 1, "stop": 3, "num": 3}, "seeds": 2}
     default = load_sweep({"experiments": {"critical_scaling": section}}).plans["critical_scaling"]
@@ -339,7 +339,7 @@ def test_plan_cuts_grid_into_jobs():
 def test_section_dtype_overrides_the_global_one():
     """An experiment's own dtype reaches its jobs (and their store names); the others keep the
     global one; cluster_emergence defaults to float64."""
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     config = {"dtype": "float32", "experiments": {"critical_scaling": {"dtype": "float64"}, "cluster_emergence": {},
                                                   "sphere_clustering": {}}}
@@ -355,7 +355,7 @@ def test_section_dtype_overrides_the_global_one():
 def test_sweep_job_mib_is_the_largest_job_estimate():
     """Truth: the maximum of the experiment's own per-job estimate, rounded up to whole MiB
     (the simulate rule's ``mem_mb``); bigger n makes it bigger."""
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     section = {"n": [16, 4096], "d": [8], "rho": [0.0], "gamma": [1.0], "seeds": 1}
     sweep = load_sweep({"experiments": {"critical_scaling": section}})
@@ -381,7 +381,7 @@ def test_job_time_estimate_follows_the_work():
     """The estimate grows with the work it counts: twice the steps and records, or twice the
     seeds, take about twice as long (the fixed set-up aside), and every job of the default config
     is minutes at most."""
-    from attnsweep.config import load_sweep, load_yaml
+    from attnsweep.plan.config import load_sweep, load_yaml
 
     def slowest(**section) -> float:
         config = {"experiments": {"sphere_clustering": {"n": [32], "d": [8], "seeds": 64, **section}}}

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from attnsweep import cli
-from attnsweep.config import schema
+from attnsweep.plan.config import schema
 
 REPO = Path(__file__).resolve().parents[1]
 BASES = [REPO / "config" / "config.yaml", *sorted((REPO / "config" / "sweeps").glob("*.yaml"))]

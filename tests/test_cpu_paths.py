@@ -90,7 +90,7 @@ def test_a_forced_path_and_bad_input(cache: Path, monkeypatch: pytest.MonkeyPatc
 def test_a_job_records_its_paths(cache: Path, tmp_path: Path) -> None:
     """A sphere_clustering job on the CPU records the choice it ran with; critical_scaling's
     kernel, which uses none of these primitives, records none."""
-    from attnsweep.store import open_store
+    from attnsweep.stores.io import open_store
 
     run = [sys.executable, "-m", "attnsweep.cli", "run"]
     sphere = processes.run([*run, "sphere_clustering", "n=8", "d=2", "beta=1", "seeds=2", "t_max=1", "outputs=2",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnsweep.config import load_sweep
-from attnsweep.jobs import run_job
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store
 
 SECTION = {"n": [12], "d": [4, 40], "rho": [0.2, 0.7], "gamma": [0.5, 3.0], "alpha": [0.0, 0.5], "seeds": 2,
            "wildcards": []}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from attnsweep.crossing import bootstrap_crossing, first_crossing, held_means, max_slope, seed_mean
+from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, held_means, max_slope, seed_mean
 
 
 def test_linear_crossing_is_exact() -> None:
@@ -62,7 +62,7 @@ def test_single_seed_has_no_interval() -> None:
 def test_error_bars_of_an_interval_that_misses_its_estimate():
     """A percentile interval need not contain its estimate: the bar on that side is 0, not
     negative (matplotlib refuses negative yerr), and a NaN bound draws no bar."""
-    from attnsweep.crossing import error_bars
+    from attnsweep.reduce.crossing import error_bars
 
     bars = error_bars(np.array([1.0, 5.0, 2.0]), np.array([0.5, 5.5, np.nan]), np.array([1.5, 6.0, 3.0]))
     np.testing.assert_array_equal(bars, [[0.5, 0.0, 0.0], [0.5, 1.0, 1.0]])
@@ -160,7 +160,7 @@ def test_extra_seeds_at_the_bracket_narrow_the_interval() -> None:
 def test_resampled_means_in_chunks_equal_one_gather_bit_for_bit() -> None:
     """The chunked gather (bounded memory) against the whole R x S gather at once, on rows,
     seeds and values of different sizes, from one draw a chunk to all draws in one."""
-    from attnsweep.crossing import resampled_means
+    from attnsweep.reduce.crossing import resampled_means
 
     rng = np.random.default_rng(3)
     for shape in [(2, 3, 17, 5), (40, 1), (4, 64, 61)]:

@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from attnsweep.config import load_sweep
+from attnsweep.plan.config import load_sweep
 from attnsweep.registry import get
 
 pytestmark = [

@@ -254,10 +254,10 @@ def test_sphere_job_is_independent_of_job_cut_and_chunking(tmp_path, monkeypatch
     two threads, and the same on one thread give the same arrays bit for bit: draws are keyed by
     (n, d, seed) and (d, seed) only, and a chunk runs single-threaded wherever it runs (d = 9 > n:
     the identity case integrates in the span of the tokens)."""
-    from attnsweep.aggregate import collect
-    from attnsweep.config import load_sweep
-    from attnsweep.jobs import run_job
-    from attnsweep.store import open_store
+    from attnsweep.plan.config import load_sweep
+    from attnsweep.reduce.aggregate import collect
+    from attnsweep.run.job import run_job
+    from attnsweep.stores.io import open_store
 
     section = {"n": [5, 7], "d": [2, 9], "rho": [0.0, 0.5], "beta": [0.5, 4.0], "gamma": [0.0, 1.0], "seeds": 2,
                "t_max": 2.0, "outputs": 5, "matrices": matrices, "integrator": "rk4"}

@@ -36,8 +36,8 @@ from output_contract import output_contract, store_problems
 from workflow_runs import assert_same_store, crossing, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
 from attnsweep import registry
-from attnsweep.config import load_sweep
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.stores.io import open_store
 
 EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")

@@ -1,4 +1,4 @@
-"""Growing a sweep reruns only the new work (attnsweep.blocks, plan.Plan.jobs, aggregate.collect).
+"""Growing a sweep reruns only the new work (attnsweep.plan.blocks, plan.Plan.jobs, aggregate.collect).
 
 Independent truth: a brute-force set of uncovered grid points for :func:`rectangles`; the job
 counts of ``snakemake --dry-run`` after each extension, derived by hand from the grids; and a
@@ -24,12 +24,12 @@ import pytest
 import xarray as xr
 import yaml
 
-from attnsweep import aggregate
-from attnsweep.aggregate import collect
-from attnsweep.blocks import rectangles
-from attnsweep.config import load_sweep
-from attnsweep.jobs import run_job
-from attnsweep.store import open_store, write_file
+from attnsweep.plan.blocks import rectangles
+from attnsweep.plan.config import load_sweep
+from attnsweep.reduce import aggregate
+from attnsweep.reduce.aggregate import collect
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store, write_file
 
 REPO = Path(__file__).resolve().parents[1]
 

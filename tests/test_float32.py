@@ -46,7 +46,7 @@ import pytest
 import torch
 import xarray as xr
 
-from attnsweep.config import load_sweep
+from attnsweep.plan.config import load_sweep
 from attnsweep.registry import get
 
 U32 = 2.0**-24  # float32 unit roundoff

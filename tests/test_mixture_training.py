@@ -13,9 +13,9 @@ import pytest
 import torch
 from scipy.stats import ortho_group
 
-from attnsweep.config import experiment_defaults, plan_experiment
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.mixture_training import data, engines, model, theory
+from attnsweep.plan.config import experiment_defaults, plan_experiment
 
 NAME = "mixture_training"
 

@@ -18,8 +18,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import linprog, minimize
 from scipy.special import softmax
 
-from attnsweep.crossing import resampled_means
 from attnsweep.experiments.mixture_training import theory
+from attnsweep.reduce.crossing import resampled_means
 
 # ------------------------------------------------------------------ independent reference model
 

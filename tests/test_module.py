@@ -27,8 +27,8 @@ import yaml
 from conftest import doc_files
 
 from attnsweep.errors import ConfigError
-from attnsweep.lock import claim
-from attnsweep.store import open_store
+from attnsweep.run.lock import claim
+from attnsweep.stores.io import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENT = "docs/extending.md"
@@ -120,7 +120,7 @@ def test_the_module_run_holds_the_results_lock(project: Path, tmp_path: Path) ->
     proc = processes.start(documented_command(), cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
-        lock = results / ".attnsweep.lock"
+        lock = results / ".attnsweep.run.lock"
         deadline = time.monotonic() + processes.HANG_S
         while f"snakemake pid {proc.pid} " not in (lock.read_text() if lock.exists() else ""):
             assert proc.poll() is None, f"the run ended before it took the lock:\n{proc.stderr.read()[-3000:]}"

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnsweep.aggregate import collect
-from attnsweep.config import load_sweep
 from attnsweep.experiments.critical_scaling import simulate
 from attnsweep.experiments.critical_scaling.simulate import draw_probes, draw_tokens, prepare
-from attnsweep.jobs import run_job
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.reduce.aggregate import collect
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store
 
 SECTION = {
     "n": [16, 24],

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import piece_stats  # noqa: E402
 
-from attnsweep.store import open_store  # noqa: E402
+from attnsweep.stores.io import open_store  # noqa: E402
 
 
 def test_points_and_jobs_match_the_sweep(tiny_refine: Path, capsys: pytest.CaptureFixture) -> None:

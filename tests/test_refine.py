@@ -1,4 +1,4 @@
-"""Refinement decisions (attnsweep.refine.decide) on synthetic boundaries: what each rule adds."""
+"""Refinement decisions (attnsweep.refine.rules.decide) on synthetic boundaries: what each rule adds."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from attnsweep.config import load_sweep
 from attnsweep.errors import ConfigError
-from attnsweep.refine import decide
+from attnsweep.plan.config import load_sweep
+from attnsweep.refine.rules import decide
 
 GAMMA = [0.5, 1.0, 2.0, 4.0]
 
@@ -182,9 +182,9 @@ def test_collect_marks_exactly_the_values_it_places(tmp_path) -> None:
     """``simulated`` is where values are: a store holding more of the union's points than the
     rectangles ask for still counts, and every other point is NaN. A wanted point no store
     holds is an error naming it."""
-    from attnsweep.aggregate import collect
-    from attnsweep.jobs import run_job
-    from attnsweep.store import open_store
+    from attnsweep.reduce.aggregate import collect
+    from attnsweep.run.job import run_job
+    from attnsweep.stores.io import open_store
 
     config = {"device": "cpu", "experiments": {"critical_scaling": {
         "n": [16], "d": [8], "rho": [0.2, 0.5], "gamma": [1.0, 2.0], "seeds": 2, "wildcards": [],

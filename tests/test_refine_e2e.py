@@ -18,10 +18,10 @@ import yaml
 from conftest import CONFIGS, refine_command
 
 from attnsweep import registry
-from attnsweep.config import load_sweep
-from attnsweep.crossing import first_crossing
 from attnsweep.experiments.critical_scaling import theory
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.reduce.crossing import first_crossing
+from attnsweep.stores.io import open_store
 
 pytestmark = pytest.mark.slow
 NAME = "critical_scaling"
@@ -89,8 +89,8 @@ def test_a_grown_refinement_killed_in_its_new_round_finishes_bitwise(tmp_path: P
     jobs) while round 2's Snakemake run holds its lock; the same command again removes the stale
     lock and finishes, without touching round 1's stores: record, table, sweep and boundary equal
     the uninterrupted refinement's (which ran on one core, this on two), bit for bit."""
-    from attnsweep.refine import assess
-    from attnsweep.refine_record import load_record, save_record
+    from attnsweep.plan.refinement import load_record, save_record
+    from attnsweep.refine.rules import assess
 
     command = refine_command(tmp_path, "--cores", "2")
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())

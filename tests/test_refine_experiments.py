@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from attnsweep.aggregate import collect
-from attnsweep.config import load_sweep
 from attnsweep.contract import Target
-from attnsweep.jobs import run_job
-from attnsweep.plan import Plan
-from attnsweep.refine import decide
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep
+from attnsweep.plan.experiment_plan import Plan
+from attnsweep.reduce.aggregate import collect
+from attnsweep.refine.rules import decide
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store
 
 BASE_SEEDS = [0, 1, 2]
 EXTRA_SEEDS = [3, 4, 5]
@@ -255,7 +255,7 @@ def test_figures_draw_a_refined_sweep(refined: Refined) -> None:
 
 
 def test_a_round_decides_on_every_row(refined: Refined) -> None:
-    """attnsweep.refine reads the boundary: every row holding seeds is assessed, imprecise ones
+    """attnsweep.refine.rules reads the boundary: every row holding seeds is assessed, imprecise ones
     (precision 1e-3) get seeds, and the curve axis gets a row between neighbours that differ."""
     _, bnd = analyse(refined.experiment, refined.sweep)
     plan = refined.plan

@@ -33,7 +33,7 @@ from workflow_runs import (
     wait_for,
 )
 
-from attnsweep.store import open_store
+from attnsweep.stores.io import open_store
 
 EXP = "critical_scaling"
 # 12 simulate jobs of about a second each, then collect, reduce and boundary.
@@ -103,7 +103,7 @@ def in_flight(workdir: Path) -> set[str]:
 
 def job_states(workdir: Path) -> list:
     from attnsweep import status
-    from attnsweep.config import load_sweep
+    from attnsweep.plan.config import load_sweep
 
     config = {**CONFIG, "results": str(workdir / "results"), "logs": str(workdir / "logs")}
     return status.sweep_status(load_sweep(config))[EXP]
@@ -197,7 +197,7 @@ def test_kill_9_at_random_moments_then_resume(reference: Path, tmp_path: Path) -
 def test_second_invocation_is_refused_first_completes(reference: Path, tmp_path: Path) -> None:
     """While a sweep runs, a second `snakemake` in the same directory is refused by Snakemake's
     lock, and a third in another directory whose config names the same results directory by
-    attnsweep's (attnsweep.lock); neither starts a job or changes anything, and the first
+    attnsweep's (attnsweep.run.lock); neither starts a job or changes anything, and the first
     completes with the reference numbers."""
     config = {**CONFIG, "results": str(tmp_path / "sweep" / "results")}
     workdir = prepare(tmp_path / "sweep", config)

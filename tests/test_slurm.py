@@ -38,9 +38,9 @@ import pytest
 import xarray as xr
 from conftest import CONFIGS, refine_command
 
-from attnsweep.config import load_sweep, load_yaml
-from attnsweep.cost import runtime_minutes
-from attnsweep.store import open_store
+from attnsweep.plan.config import load_sweep, load_yaml
+from attnsweep.plan.cost import runtime_minutes
+from attnsweep.stores.io import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
@@ -263,7 +263,7 @@ def test_slurm_sweep_equals_local_run(sweeps: dict, experiment: str) -> None:
     assert {j["Partition"] for j in jobs} == {"debug"}
     simulate = [j for j in jobs if j["Comment"].startswith("rule_simulate")]
     assert len(simulate) == n_runs and len({j["ArrayJobId"] for j in simulate}) == 1, jobs
-    # Each job's time limit is its own estimate with the margin (attnsweep.cost), not a constant.
+    # Each job's time limit is its own estimate with the margin (attnsweep.plan.cost), not a constant.
     limits = {time_limit(m) for m in runtime_limits(experiment)}
     assert all(j["TresPerJob"] == "gres:gpu:1" and j["TimeLimit"] in limits for j in simulate), (simulate, limits)
     assert [j["Comment"] for j in jobs if j not in simulate] == ["rule_aggregate_boundary_collect_reduce"]

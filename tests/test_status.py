@@ -13,8 +13,9 @@ import processes
 import pytest
 
 from attnsweep import status
-from attnsweep.config import load_sweep
-from attnsweep.jobs import run_job
+from attnsweep.plan.config import load_sweep
+from attnsweep.run.job import run_job
+from attnsweep.stores.marker import marker_path
 
 
 def sweep_in(tmp_path: Path):
@@ -26,7 +27,7 @@ def sweep_in(tmp_path: Path):
 
 def write_marker(store: Path, host: str, pid: int) -> None:
     store.parent.mkdir(parents=True, exist_ok=True)
-    status.marker_path(store).write_text(json.dumps({"host": host, "pid": pid, "started": 0.0}))
+    marker_path(store).write_text(json.dumps({"host": host, "pid": pid, "started": 0.0}))
 
 
 def test_every_state_is_read_back(tmp_path: Path) -> None:
@@ -63,18 +64,18 @@ def test_marker_is_gone_after_success_and_failure(tmp_path: Path, monkeypatch: p
     job = next(iter(sweep.plans["critical_scaling"].jobs().values()))
     out = tmp_path / "x.zarr"
     run_job(job, out, device="cpu")
-    assert out.exists() and not status.marker_path(out).exists()
+    assert out.exists() and not marker_path(out).exists()
 
     from attnsweep.experiments.critical_scaling import CriticalScaling
 
     def boom(*args, **kwargs):
-        assert status.marker_path(tmp_path / "y.zarr").is_file()  # present while computing
+        assert marker_path(tmp_path / "y.zarr").is_file()  # present while computing
         raise RuntimeError("boom")
 
     monkeypatch.setattr(CriticalScaling, "simulate", boom)
     with pytest.raises(RuntimeError):
         run_job(job, tmp_path / "y.zarr", device="cpu")
-    assert not status.marker_path(tmp_path / "y.zarr").exists()
+    assert not marker_path(tmp_path / "y.zarr").exists()
 
 
 def test_status_command(tmp_path: Path) -> None:

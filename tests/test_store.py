@@ -16,9 +16,9 @@ import pytest
 import xarray as xr
 import zarr
 
-from attnsweep.layout import complete, root_attrs
 from attnsweep.status import job_status
-from attnsweep.store import open_store, write_atomic, write_file
+from attnsweep.stores.io import open_store, write_atomic, write_file
+from attnsweep.stores.layout import complete, root_attrs
 
 
 def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

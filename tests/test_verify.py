@@ -25,12 +25,13 @@ import xarray as xr
 import yaml
 import zarr
 
-from attnsweep import aggregate, status
-from attnsweep.config import load_sweep
+from attnsweep import status
 from attnsweep.errors import BadStoreError
-from attnsweep.jobs import run_job
-from attnsweep.store import open_store, write_aggregate, write_atomic, write_file
-from attnsweep.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
+from attnsweep.plan.config import load_sweep
+from attnsweep.reduce import aggregate
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store, write_aggregate, write_atomic, write_file
+from attnsweep.stores.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
 
 EXP = "critical_scaling"
 SECTION = {"n": [16], "d": [8], "rho": [0.2, 0.8], "gamma": {"start": 0.5, "stop": 8.0, "num": 4}, "seeds": 3}

@@ -23,10 +23,11 @@ import psutil
 import pytest
 from conftest import tiny
 
-from attnsweep import registry, worker
-from attnsweep.config import load_sweep
-from attnsweep.store import open_store
-from attnsweep.worker import SOCKET_ENV
+from attnsweep import registry
+from attnsweep.plan.config import load_sweep
+from attnsweep.run import worker
+from attnsweep.run.worker import SOCKET_ENV
+from attnsweep.stores.io import open_store
 
 SECTION = {"n": [24], "d": [6], "rho": [0.3, 0.7], "gamma": [1.0, 4.0], "seeds": [3], "wildcards": []}
 
@@ -67,7 +68,7 @@ class Server(NamedTuple):
 
 def start_server(socket: str, results: Path, log: Path, idle: float = 120) -> subprocess.Popen:
     with log.open("a") as stream:
-        return processes.start([sys.executable, "-m", "attnsweep.worker", socket, "--results", str(results),
+        return processes.start([sys.executable, "-m", "attnsweep.run.worker", socket, "--results", str(results),
                                  "--idle", str(idle)], stderr=stream)
 
 
@@ -145,7 +146,7 @@ def test_killed_client_stops_its_child(server: Server, tmp_path: Path) -> None:
     assert children_of(server.pid), "the job should run in a child of the server"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    # The child exits when its client's socket closes (attnsweep.worker); the guard only ends a hang.
+    # The child exits when its client's socket closes (attnsweep.run.worker); the guard only ends a hang.
     deadline = time.monotonic() + processes.HANG_S
     while children_of(server.pid):
         assert time.monotonic() < deadline, "the orphaned child kept running"
@@ -174,7 +175,7 @@ def test_idle_server_exits(tmp_path: Path) -> None:
 
 def test_server_figure_equals_fresh_process(server: Server, tmp_path: Path) -> None:
     """`attnsweep aggregate figure` through the server draws the same PNG, byte for byte, as without one."""
-    from attnsweep import aggregate
+    from attnsweep.reduce import aggregate
 
     store = tmp_path / "run.zarr"
     proc = job(spec(), store, None)
@@ -406,7 +407,7 @@ def test_server_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
     run = f"""
 import subprocess, sys, os, time
 with open({str(log)!r}, "a") as log:
-    server = subprocess.Popen([sys.executable, "-m", "attnsweep.worker", {str(socket)!r}, "--results",
+    server = subprocess.Popen([sys.executable, "-m", "attnsweep.run.worker", {str(socket)!r}, "--results",
                                {str(tmp_path)!r}, "--idle", "{2 * processes.HANG_S}", "--parent", str(os.getpid())],
                               stderr=log)
 print(server.pid, flush=True)

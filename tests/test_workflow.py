@@ -14,7 +14,7 @@ import yaml
 from figcheck import check_figure, data_axes
 from workflow_runs import crossing
 
-from attnsweep.store import open_store
+from attnsweep.stores.io import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"

@@ -18,7 +18,7 @@ import processes
 import pytest
 import yaml
 
-from attnsweep.store import open_store
+from attnsweep.stores.io import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"

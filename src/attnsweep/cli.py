@@ -1,10 +1,10 @@
 """Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | verify |
 run | refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
 
-``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.worker` when
+``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.run.worker` when
 one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
-domain checks as the workflow, and runs it through :func:`attnsweep.jobs.run_job`, the code
+domain checks as the workflow, and runs it through :func:`attnsweep.run.job.run_job`, the code
 path of the simulate rule (which calls ``attnsweep job``).
 """
 
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnsweep import worker
 from attnsweep.errors import INTERRUPTED, BadStoreError, ConfigError
+from attnsweep.run import worker
 
 GLOBAL_KEYS = ("device", "dtype", "threads", "block_mib")
 
@@ -91,7 +91,7 @@ def cmd_workflow_path(_: argparse.Namespace) -> None:
 
 def cmd_experiments(_: argparse.Namespace) -> None:
     from attnsweep import registry  # numpy and more: kept off the job client's start-up (attnsweep job)
-    from attnsweep.config import experiment_defaults  # jsonschema, idem
+    from attnsweep.plan.config import experiment_defaults  # jsonschema, idem
 
     for name in registry.names():
         exp = registry.get(name)
@@ -110,7 +110,7 @@ def cmd_experiments(_: argparse.Namespace) -> None:
 def cmd_schema(args: argparse.Namespace) -> None:
     import yaml  # idem
 
-    from attnsweep.config import schema  # jsonschema, idem
+    from attnsweep.plan.config import schema  # jsonschema, idem
 
     document = schema()
     if args.experiment:
@@ -122,7 +122,7 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
+    from attnsweep.plan.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
     sweep = load_sweep(load_yaml(args.config))
     for name, plan in sweep.plans.items():
@@ -134,12 +134,12 @@ def cmd_validate(args: argparse.Namespace) -> None:
               f"wildcards {', '.join(plan.wildcards) or 'none'}), {len(figures)} figures; about "
               f"{sum(seconds.values()) / 3600:.2g} core-hours, the largest job "
               f"{format_duration(max(seconds.values()))} and {memory / 2**20:.0f} MiB")
-    print(f"{args.config}: valid (times are estimates on one CPU core: attnsweep.cost)")
+    print(f"{args.config}: valid (times are estimates on one CPU core: attnsweep.plan.cost)")
 
 
 def cmd_status(args: argparse.Namespace) -> None:
     from attnsweep import status
-    from attnsweep.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
+    from attnsweep.plan.config import load_sweep, load_yaml  # jsonschema, numpy: not on the job client's path
 
     show = status.STATES if args.all else ("running", "interrupted", "failed", "bad")
     print(status.report(load_sweep(load_yaml(args.config)), show))
@@ -148,9 +148,9 @@ def cmd_status(args: argparse.Namespace) -> None:
 def cmd_verify(args: argparse.Namespace) -> None:
     from tqdm import tqdm  # verify's progress only
 
-    from attnsweep import verify  # heavy: xarray, zarr
-    from attnsweep.config import load_sweep, load_yaml
-    from attnsweep.lock import claim
+    from attnsweep.plan.config import load_sweep, load_yaml
+    from attnsweep.run.lock import claim
+    from attnsweep.stores import verify  # heavy: xarray, zarr
 
     sweep = load_sweep(load_yaml(args.config))
     lock = claim(sweep.results) if args.quarantine else None  # no run may write what is moved
@@ -176,7 +176,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_refine(args: argparse.Namespace) -> None:
-    from attnsweep.rounds import drive  # heavy (xarray, zarr): only this command needs it
+    from attnsweep.refine.rounds import drive  # heavy (xarray, zarr): only this command needs it
 
     status = drive(args.config, args.snakemake)
     if status:
@@ -184,8 +184,8 @@ def cmd_refine(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from attnsweep.config import load_sweep  # jsonschema, numpy: not on the job client's path
-    from attnsweep.jobs import run_job  # heavy: torch, xarray, zarr
+    from attnsweep.plan.config import load_sweep  # jsonschema, numpy: not on the job client's path
+    from attnsweep.run.job import run_job  # heavy: torch, xarray, zarr
 
     sweep = load_sweep(config_from_pairs(args.experiment, args.pairs))
     (spec,) = sweep.plans[args.experiment].jobs().values()
@@ -195,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_job(args: argparse.Namespace) -> None:
-    from attnsweep.status import running_marker  # numpy (status's grid): only this command marks stores
+    from attnsweep.stores.marker import running_marker  # kept off the other commands: only this one marks stores
 
     spec = {**json.loads(args.spec), "block_mib": args.block_mib}
     request = {"spec": spec, "out": args.out, "device": args.device,
@@ -209,9 +209,9 @@ def cmd_job(args: argparse.Namespace) -> None:
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
-    """``attnsweep.aggregate.collect`` in this process, its arguments read from a JSON file: the
+    """``attnsweep.reduce.aggregate.collect`` in this process, its arguments read from a JSON file: the
     list of run stores can exceed the length of one command-line argument."""
-    from attnsweep import aggregate  # heavy: xarray, zarr, dask
+    from attnsweep.reduce import aggregate  # heavy: xarray, zarr, dask
 
     with open(args.arguments) as fh:
         aggregate.collect(**json.load(fh))
@@ -220,7 +220,7 @@ def cmd_collect(args: argparse.Namespace) -> None:
 def cmd_pack(args: argparse.Namespace) -> None:
     from tqdm import tqdm  # pack's progress only
 
-    from attnsweep.store import pack  # heavy: xarray, zarr
+    from attnsweep.stores.io import pack  # heavy: xarray, zarr
 
     stores = sorted(p for p in Path(args.results).glob("*/runs/**/*.zarr")
                     if p.is_dir() and not p.name.startswith("."))
@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_job)
 
     p = sub.add_parser("collect", help="gather run stores into a sweep.zarr, as the collect rule does")
-    p.add_argument("arguments", help="a JSON file of the keyword arguments of attnsweep.aggregate.collect")
+    p.add_argument("arguments", help="a JSON file of the keyword arguments of attnsweep.reduce.aggregate.collect")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("pack", help="rewrite the directory run stores of earlier versions under a results "
@@ -310,8 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("aggregate", help="one reduction step of a sweep (what the reduce, boundary and "
                                          "figure rules call)")
-    p.add_argument("step", help="reduce, boundary or figure (attnsweep.aggregate.STEPS; checked where the step runs)")
-    p.add_argument("arguments", help="the keyword arguments of attnsweep.aggregate.<step>, as JSON")
+    p.add_argument("step", help="reduce, boundary or figure (attnsweep.reduce.aggregate.STEPS; checked where it runs)")
+    p.add_argument("arguments", help="the keyword arguments of attnsweep.reduce.aggregate.<step>, as JSON")
     p.set_defaults(func=cmd_aggregate)
     return parser
 
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         # A store that cannot be written (disk full, read-only): one line, no traceback. The
         # store module is looked up, not imported, so the light `job` client stays light.
-        store = sys.modules.get("attnsweep.store")
+        store = sys.modules.get("attnsweep.stores.io")
         if store is None or not isinstance(err, store.StoreWriteError):
             raise
         print(f"attnsweep: {err}", file=sys.stderr)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # kept out of the import path of every job
 
 @dataclass(frozen=True)
 class Target:
-    """A boundary that refinement (:mod:`attnsweep.refine`) can make precise.
+    """A boundary that refinement (:mod:`attnsweep.refine.rules`) can make precise.
 
     ``variable`` is the estimate in ``boundary.zarr``, with its interval ``<variable>_low`` and
     ``<variable>_high``. ``crossing`` is the grid axis the boundary is a level crossing along
@@ -79,7 +79,7 @@ class Experiment(ABC):
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
 
-    ``simulate`` must draw its random numbers from :func:`attnsweep.rng.generator` keyed by the
+    ``simulate`` must draw its random numbers from :func:`attnsweep.run.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
     """
 
@@ -156,7 +156,7 @@ class Experiment(ABC):
 
     @abstractmethod
     def job_seconds(self, job: JobSpec) -> float:
-        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.cost`), checked
+        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.plan.cost`), checked
         against ``max_job_hours`` up front and given to Snakemake as the job's ``runtime``."""
 
     @abstractmethod

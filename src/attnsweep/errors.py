@@ -24,7 +24,7 @@ class SetupError(SystemExit):
 #: simulate job's log it is how ``attnsweep status`` tells an interrupted job from a failed one.
 INTERRUPTED = "attnsweep: interrupted (SIGINT); what finished is kept, and the same command goes on from there"
 
-#: The command that heals a results tree holding a bad store (see :mod:`attnsweep.verify`).
+#: The command that heals a results tree holding a bad store (see :mod:`attnsweep.stores.verify`).
 HEAL = "`attnsweep verify {config} --quarantine`, then `snakemake`"
 
 

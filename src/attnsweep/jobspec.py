@@ -2,7 +2,7 @@
 
 :class:`JobSpec` holds everything a job's numbers depend on (:meth:`JobSpec.identity`), hashed
 into the name of its store (:meth:`JobSpec.key`); :func:`point_path` names a fanned-out point
-as Snakemake's paramspace does. The planner (:mod:`attnsweep.plan`) makes them.
+as Snakemake's paramspace does. The planner (:mod:`attnsweep.plan.experiment_plan`) makes them.
 """
 
 from __future__ import annotations

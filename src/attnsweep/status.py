@@ -4,7 +4,7 @@ Each simulate job is in one of six states:
 
 - ``done``: its store is complete (stores are renamed into place only when whole);
 - ``bad``: its store is there but damaged or another job's, as far as a look at its size, its
-  zip directory and its root ``zarr.json`` tells (:func:`attnsweep.layout.quick_problem`;
+  zip directory and its root ``zarr.json`` tells (:func:`attnsweep.stores.layout.quick_problem`;
   ``attnsweep verify`` reads every byte);
 - ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
   process on another host (a cluster node), which cannot be checked from here;
@@ -30,46 +30,22 @@ import os
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnsweep.errors import INTERRUPTED
 from attnsweep.grid import format_value
-from attnsweep.layout import complete, quick_problem
-from attnsweep.refine_record import load_record, seeds_for
+from attnsweep.plan.refinement import load_record, seeds_for
+from attnsweep.stores.layout import complete, quick_problem
+from attnsweep.stores.marker import marker_path
 
 if TYPE_CHECKING:
-    from attnsweep.config import Sweep
     from attnsweep.jobspec import JobSpec
-    from attnsweep.plan import Plan
+    from attnsweep.plan.config import Sweep
+    from attnsweep.plan.experiment_plan import Plan
 
 STATES = ("done", "running", "interrupted", "failed", "pending", "bad")
-
-
-def marker_path(store: Path) -> Path:
-    return store.with_name(f".{store.name}.running")
-
-
-@contextmanager
-def running_marker(store: str | Path) -> Iterator[None]:
-    """Mark ``store`` as being computed by this process until the block ends, however it ends."""
-    marker = marker_path(Path(store))
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
-    except OSError as err:  # the store could not be written either: say so before computing
-        from attnsweep.store import StoreWriteError  # heavy (xarray, zarr): status alone never needs it
-
-        with suppress(OSError):  # a marker begun on a full disk; nothing to undo when read-only
-            marker.unlink()
-        raise StoreWriteError(store, err) from err
-    try:
-        yield
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,15 @@ import math
 from pathlib import Path
 from typing import Any, ClassVar
 
-from attnsweep import aggregate, registry
-from attnsweep.config import experiment_defaults, load_sweep, plan_experiment
+from attnsweep import registry
 from attnsweep.contract import Experiment, FigureSpec
 from attnsweep.grid import SEED, Axis, expand
-from attnsweep.jobs import run_job
-from attnsweep.layout import root_attrs
-from attnsweep.plan import Plan
-from attnsweep.store import open_store
+from attnsweep.plan.config import experiment_defaults, load_sweep, plan_experiment
+from attnsweep.plan.experiment_plan import Plan
+from attnsweep.reduce import aggregate
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store
+from attnsweep.stores.layout import root_attrs
 
 
 class ExperimentContract:

@@ -19,7 +19,7 @@ rule collect:
     log:
         main=f"{LOGS}/{{experiment}}/collect.log",
         arguments=f"{LOGS}/{{experiment}}/collect.json",
-    threads: ALL_CORES  # reader processes (attnsweep.aggregate.collect)
+    threads: ALL_CORES  # reader processes (attnsweep.reduce.aggregate.collect)
     params:
         layout=sweep_layout,
     run:

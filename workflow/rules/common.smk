@@ -5,10 +5,10 @@ import os
 import re
 import sys
 
-from attnsweep.config import load_sweep
-from attnsweep.cost import runtime_minutes
+from attnsweep.plan.config import load_sweep
+from attnsweep.plan.cost import runtime_minutes
 from attnsweep.errors import ConfigError
-from attnsweep.lock import hold as hold_results
+from attnsweep.run.lock import hold as hold_results
 from snakemake.exceptions import WorkflowError
 
 try:
@@ -34,7 +34,7 @@ config.setdefault("device", DEVICE)
 config.setdefault("dtype", SWEEP.config["dtype"])
 for _name, _plan in SWEEP.plans.items():
     config["experiments"][_name].setdefault("dtype", _plan.dtype)
-# Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.blocks).
+# Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.plan.blocks).
 JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
 try:  # collect, the one job that runs alone, reads with every core of a local run
@@ -66,7 +66,7 @@ def job_spec(wildcards):
 
 
 def job_runtime(wildcards, attempt):
-    """Snakemake's runtime (minutes) of one simulate job: its estimate (attnsweep.cost) with a
+    """Snakemake's runtime (minutes) of one simulate job: its estimate (attnsweep.plan.cost) with a
     margin, times the attempt, so that a job killed for time comes back with more."""
     plan = SWEEP.plans[wildcards.experiment]
     return attempt * runtime_minutes(plan.experiment.job_seconds(JOBS[wildcards.experiment][wildcards.job]))
@@ -81,7 +81,7 @@ def sweep_layout(wildcards):
 
 
 def write_collect_arguments(path, runs, sweep, layout, threads):
-    """The keyword arguments of attnsweep.aggregate.collect, as a JSON file (collect's second log)."""
+    """The keyword arguments of attnsweep.reduce.aggregate.collect, as a JSON file (collect's second log)."""
     with open(path, "w") as fh:
         json.dump({"runs": list(runs), "out": sweep, "workers": threads, **json.loads(layout)}, fh)
 

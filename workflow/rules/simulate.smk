@@ -1,6 +1,6 @@
 # One job = one block of the grid = one store, one file (a zip archive of a zarr v3 store,
-# attnsweep.store), renamed into place when complete; its name hashes what its numbers depend
-# on (attnsweep.blocks). A run store of an earlier version, a directory at the same path, is
+# attnsweep.stores.io), renamed into place when complete; its name hashes what its numbers depend
+# on (attnsweep.plan.blocks). A run store of an earlier version, a directory at the same path, is
 # read in place (Snakemake checks the file/directory kind of an output only after it runs it).
 #
 # A `run:` block rather than `shell:`: Snakemake formats a shell rule's command three times
@@ -11,9 +11,9 @@
 # worker.smk when one runs. Snakemake's code trigger compares this block's text, so a change
 # of PYTHON, DEVICE, BLOCK_MIB or threads reruns no job; the spec is not a param either: the
 # store name hashes it.
-# mem_mb is a constant, the largest job's estimate (attnsweep.config.check_job_memory), so that
+# mem_mb is a constant, the largest job's estimate (attnsweep.plan.config.check_job_memory), so that
 # Snakemake does not evaluate an expression per job; runtime is each job's own time estimate
-# (attnsweep.cost, job_runtime), a few microseconds a job, so that SLURM gets a limit that fits.
+# (attnsweep.plan.cost, job_runtime), a few microseconds a job, so that SLURM gets a limit that fits.
 
 
 rule simulate:

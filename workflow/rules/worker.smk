@@ -1,8 +1,8 @@
 # Held for the whole run by the main Snakemake process (Snakemake runs the handlers there only:
 # never in a dry run, and its spawned jobs get --no-hooks): the results directory's lock
-# (attnsweep.lock), and a warm fork server for jobs that run on this machine
-# (attnsweep.worker_process): simulate jobs skip the ~3 s import of torch, xarray and zarr.
-from attnsweep.worker_process import WorkerProcess
+# (attnsweep.run.lock), and a warm fork server for jobs that run on this machine
+# (attnsweep.run.worker_process): simulate jobs skip the ~3 s import of torch, xarray and zarr.
+from attnsweep.run.worker_process import WorkerProcess
 
 WORKER = WorkerProcess(PYTHON, RESULTS, LOGS)
 

@@ -27,5 +27,5 @@ CPU_CHUNK_MIB = 8
 
 def cpu_chunk_bytes(block_mib: int) -> int:
     """Bytes one chunk of systems may take on a CPU: ``block_mib``, at most ``CPU_CHUNK_MIB``
-    (also what the time estimates of :mod:`attnsweep.cost` assume)."""
+    (also what the time estimates of :mod:`attnsweep.plan.cost` assume)."""
     return min(block_mib, CPU_CHUNK_MIB) << 20

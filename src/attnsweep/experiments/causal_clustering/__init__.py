@@ -26,11 +26,11 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
-from attnsweep.crossing import bootstrap_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.experiments.causal_clustering import captions, resources
 from attnsweep.grid import Axis
-from attnsweep.seeds import presence, seed_statistics
+from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables, seed_mean
+from attnsweep.reduce.seeds import presence, seed_statistics
 
 QUANTILES = (0.1, 0.9)  # the band of Fig. 3
 SERIES = ("captured_renyi", "captured_strong", "clusters", "first_drift", "strong_drift")

@@ -11,9 +11,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
-from attnsweep.crossing import error_bars
 from attnsweep.experiments.causal_clustering.captions import MASK, MAX_VALUES, shown_ds, shown_pairs, shown_values
 from attnsweep.grid import format_value
+from attnsweep.reduce.crossing import error_bars
 
 STYLE = {1: "-", 0: "--"}
 FILL = {1: "full", 0: "none"}  # markers: filled causal, open full

@@ -1,13 +1,13 @@
 """Time and memory of one causal_clustering job: the estimates checked against ``max_job_hours`` and
 ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb`` (the
-model of :mod:`attnsweep.cost`), and the sizes the engine cuts a job by."""
+model of :mod:`attnsweep.plan.cost`), and the sizes the engine cuts a job by."""
 
 from __future__ import annotations
 
-from attnsweep import cost
 from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import output_steps
 from attnsweep.jobspec import JobSpec
+from attnsweep.plan import cost
 
 
 def chunk_bytes(n: int, d: int, size: int, integrator: str, captures: int) -> int:
@@ -34,7 +34,7 @@ def memory_bytes(job: JobSpec) -> int:
 
 
 def seconds(job: JobSpec) -> float:
-    """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
+    """t_max/dt steps of every system (:func:`attnsweep.plan.cost.dynamics`); a record is the Gram
     matrix, the cluster count and the capture distances to both kinds of centres."""
     opts, grid = job.options, job.grid
     size = job.itemsize

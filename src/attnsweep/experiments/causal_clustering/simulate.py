@@ -18,14 +18,14 @@ import torch
 import xarray as xr
 from torch import Tensor
 
-from attnsweep import rng
 from attnsweep.contract import JobSpec
 from attnsweep.dynamics import driver, observables, sphere
 from attnsweep.experiments.causal_clustering import SERIES, separation, theory
 from attnsweep.experiments.causal_clustering.cases import value_matrix
 from attnsweep.experiments.causal_clustering.resources import chunk_bytes
 from attnsweep.grid import Axis
-from attnsweep.labels import SEED, TIME, label
+from attnsweep.run import rng
+from attnsweep.stores.labels import SEED, TIME, label
 
 NAME = "causal_clustering"
 DIMS = ("n", "d", "beta", "seed", "value", "causal")

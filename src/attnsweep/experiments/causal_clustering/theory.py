@@ -37,7 +37,7 @@ from scipy.integrate import quad
 from scipy.linalg import expm
 from scipy.special import betainc, exp1, expi
 
-from attnsweep.arrays import BoolArray, FloatArray, require
+from attnsweep.experiments.arrays import BoolArray, FloatArray, require
 
 __all__ = [
     "cap_measure",

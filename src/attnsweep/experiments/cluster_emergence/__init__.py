@@ -22,13 +22,13 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
-from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.cluster_emergence import captions, checkpoint, resources
 from attnsweep.experiments.cluster_emergence.good_triples import VARIABLES as HEAD_VARIABLES
 from attnsweep.grid import Axis
-from attnsweep.seeds import presence, seed_statistics
+from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
+from attnsweep.reduce.seeds import presence, seed_statistics
 
 LEVEL = 0.5  # the boundary: the seed-mean Boolean defect falls below 1/2
 BAND = (0.9, 0.1)  # the defect levels that show how long the transition to a Boolean P takes
@@ -265,7 +265,7 @@ class ClusterEmergence(Experiment):
 
         Each curve is preceded by b = 1 at t = 0^- (b < 1 always), so a run already Boolean at
         t = 0 crosses at t* = 0; a flagged run keeps its last recorded defect. Crossings are
-        upward crossings of -b (``attnsweep.crossing``)."""
+        upward crossings of -b (``attnsweep.reduce.crossing``)."""
         dims = ("n", "d", "scale")
         t = sweep["t"].values
         defect = _forward_fill(sweep["defect"].transpose(*dims, "seed", "t").values)

@@ -12,11 +12,11 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from attnsweep.crossing import error_bars
 from attnsweep.experiments.cluster_emergence import theory
 from attnsweep.experiments.cluster_emergence.captions import MAX_LINES, WIDTH
 from attnsweep.experiments.cluster_emergence.good_triples import PAPER_SCORES
 from attnsweep.grid import format_value
+from attnsweep.reduce.crossing import error_bars
 
 
 def _combos(summary: xr.Dataset) -> list[dict[str, float]]:

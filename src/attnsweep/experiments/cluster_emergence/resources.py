@@ -1,14 +1,14 @@
 """Time and memory of one cluster_emergence job: the estimates checked against ``max_job_hours`` and
 ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb`` (the
-model of :mod:`attnsweep.cost`), and the sizes the engine cuts a job by."""
+model of :mod:`attnsweep.plan.cost`), and the sizes the engine cuts a job by."""
 
 from __future__ import annotations
 
-from attnsweep import cost
 from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import output_steps
 from attnsweep.experiments.cluster_emergence import checkpoint
 from attnsweep.jobspec import JobSpec
+from attnsweep.plan import cost
 
 
 def system_bytes(n: int, d: int, size: int, integrator: str) -> int:
@@ -42,7 +42,7 @@ def memory_bytes(job: JobSpec) -> int:
 
 
 def seconds(job: JobSpec) -> float:
-    """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`; e^{tV} at every stage,
+    """t_max/dt steps of every system (:func:`attnsweep.plan.cost.dynamics`; e^{tV} at every stage,
     ~4 d^3, and the products with Q^T K and V); a record is an n x n SVD for the rank, the
     Boolean defect, leaders, the distance graph of the clusters and the eigen-coordinates."""
     opts, grid = job.options, job.grid

@@ -26,14 +26,14 @@ import torch
 import xarray as xr
 from torch import Tensor
 
-from attnsweep import rng
 from attnsweep.contract import JobSpec
 from attnsweep.dynamics import attention, driver, rd
 from attnsweep.experiments.cluster_emergence import checkpoint, good_triples, theory
 from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
 from attnsweep.experiments.cluster_emergence.resources import system_bytes
 from attnsweep.grid import Axis
-from attnsweep.labels import SEED, TIME, label
+from attnsweep.run import rng
+from attnsweep.stores.labels import SEED, TIME, label
 
 NAME = "cluster_emergence"
 DIMS = ("n", "d", "scale", "seed")

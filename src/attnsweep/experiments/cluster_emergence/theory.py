@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull
 
-from attnsweep.arrays import FloatArray
+from attnsweep.experiments.arrays import FloatArray
 
 __all__ = [
     "RANK_BOUND_D1",

@@ -16,11 +16,11 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
-from attnsweep.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.critical_scaling import captions, resources, theory
 from attnsweep.grid import Axis, format_value
-from attnsweep.seeds import presence, seed_statistics
+from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
+from attnsweep.reduce.seeds import presence, seed_statistics
 
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, docs/papers/000.md §6 (Eq. 20), not 1/2.
 

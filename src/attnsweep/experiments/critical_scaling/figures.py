@@ -10,8 +10,8 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from attnsweep.crossing import error_bars
 from attnsweep.grid import format_value
+from attnsweep.reduce.crossing import error_bars
 
 SCALED = {"lambda": r"$\gamma^*_\lambda (1-\rho)$", "eta": r"$\gamma^*_\eta (1-\rho)$"}
 LABELS = {

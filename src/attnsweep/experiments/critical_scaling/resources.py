@@ -1,14 +1,14 @@
 """Time and memory of one critical_scaling job: the estimates checked against ``max_job_hours``
 and ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb``
-(the model of :mod:`attnsweep.cost`), and where a job samples pairs rather than taking all."""
+(the model of :mod:`attnsweep.plan.cost`), and where a job samples pairs rather than taking all."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
-from attnsweep import cost
 from attnsweep.jobspec import JobSpec
+from attnsweep.plan import cost
 
 
 def subsampled(n: int, opts: dict[str, Any], key: str) -> bool:

@@ -1,6 +1,6 @@
 """Simulation of critical_scaling (paper 000): torch, imported by jobs only, never by the planner.
 
-Draws (Eq. 25) come from :func:`attnsweep.rng.generator` keyed by (n, d, seed), so every rho,
+Draws (Eq. 25) come from :func:`attnsweep.run.rng.generator` keyed by (n, d, seed), so every rho,
 gamma and alpha of a point sees the same tokens and the numbers do not depend on the job cut.
 """
 
@@ -17,12 +17,12 @@ import torch
 import xarray as xr
 from tqdm import tqdm
 
-from attnsweep import rng
 from attnsweep.contract import JobSpec
 from attnsweep.experiments.critical_scaling import kernel
 from attnsweep.experiments.critical_scaling.resources import subsampled
 from attnsweep.grid import Axis
-from attnsweep.labels import label
+from attnsweep.run import rng
+from attnsweep.stores.labels import label
 
 NAME = "critical_scaling"
 NOISE = {

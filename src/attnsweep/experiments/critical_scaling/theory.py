@@ -40,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from attnsweep.arrays import FloatArray, as_float, require
+from attnsweep.experiments.arrays import FloatArray, as_float, require
 
 __all__ = [
     "eta_limit",

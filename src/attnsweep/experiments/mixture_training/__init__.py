@@ -23,18 +23,24 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
-from attnsweep.crossing import bootstrap_crossing, first_crossing, held_means, interval_variables, resampled_means
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.mixture_training import captions, images, resources
 from attnsweep.grid import Axis
-from attnsweep.seeds import presence, seed_statistics
+from attnsweep.reduce.crossing import (
+    bootstrap_crossing,
+    first_crossing,
+    held_means,
+    interval_variables,
+    resampled_means,
+)
+from attnsweep.reduce.seeds import presence, seed_statistics
 
 MODES = ("joint", "three_stage", "attention_only")
 SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
           "sym_score", "sym_align")
 AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
 LEVEL = math.log(2) / 2  # the loss floor while attention is uniform (docs/papers/002.md §6): t* is its crossing
-RESAMPLES = 1000  # bootstrap draws of the seeds (attnsweep.crossing's default)
+RESAMPLES = 1000  # bootstrap draws of the seeds (attnsweep.reduce.crossing's default)
 
 
 class MixtureTraining(Experiment):

@@ -1,6 +1,6 @@
 """Time and memory of one mixture_training job: the estimates checked against ``max_job_hours``
 and ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb``
-(the model of :mod:`attnsweep.cost`), and the sizes both they and the training take: the recorded
+(the model of :mod:`attnsweep.plan.cost`), and the sizes both they and the training take: the recorded
 steps, the stage lengths of Algorithm 1, the data's dimension and sequences, a step's flops."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from attnsweep import cost
 from attnsweep.experiments.mixture_training import images
 from attnsweep.jobspec import JobSpec
+from attnsweep.plan import cost
 
 
 def recorded_steps(steps: int, every: int) -> np.ndarray:

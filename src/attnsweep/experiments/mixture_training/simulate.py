@@ -19,7 +19,6 @@ import xarray as xr
 from torch import Tensor
 from tqdm import tqdm
 
-from attnsweep import rng
 from attnsweep.contract import JobSpec
 from attnsweep.experiments.mixture_training import (
     MODES,
@@ -32,7 +31,8 @@ from attnsweep.experiments.mixture_training import (
 )
 from attnsweep.experiments.mixture_training.resources import recorded_steps, three_stage_steps
 from attnsweep.grid import Axis
-from attnsweep.labels import label
+from attnsweep.run import rng
+from attnsweep.stores.labels import label
 
 NAME = "mixture_training"
 GRID = ("K", "L", "omega", "m", "lr", "b")

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 from scipy.special import wrightomega
 
-from attnsweep.arrays import FloatArray, require
+from attnsweep.experiments.arrays import FloatArray, require
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,12 +18,12 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.contract import Experiment, FigureSpec, JobSpec, Target, options_file
-from attnsweep.crossing import bootstrap_crossing, first_crossing, interval_variables
 from attnsweep.dynamics.times import check_times
 from attnsweep.errors import ConfigError
 from attnsweep.experiments.sphere_clustering import captions, resources
 from attnsweep.grid import Axis, format_value
-from attnsweep.seeds import presence, seed_statistics
+from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, interval_variables
+from attnsweep.reduce.seeds import presence, seed_statistics
 
 LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (docs/papers/001.md §6)
 BAND = (0.1, 0.9)  # level sets that show the width of the metastable zone

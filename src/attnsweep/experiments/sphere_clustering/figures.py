@@ -6,10 +6,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from attnsweep.crossing import error_bars
 from attnsweep.experiments.sphere_clustering import theory
 from attnsweep.experiments.sphere_clustering.captions import temperature
 from attnsweep.grid import format_value
+from attnsweep.reduce.crossing import error_bars
 
 
 def _pick(data: xr.DataArray, axis: str) -> xr.DataArray:

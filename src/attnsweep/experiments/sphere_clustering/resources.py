@@ -1,15 +1,15 @@
 """Time and memory of one sphere_clustering job: the estimates checked against ``max_job_hours``
 and ``max_job_mib`` before any job runs and handed to Snakemake as its ``runtime`` and ``mem_mb``
-(the model of :mod:`attnsweep.cost`), and the sizes the engine cuts a job by."""
+(the model of :mod:`attnsweep.plan.cost`), and the sizes the engine cuts a job by."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnsweep import cost
 from attnsweep.dynamics import cpu_chunk_bytes
 from attnsweep.dynamics.times import output_steps
 from attnsweep.jobspec import JobSpec
+from attnsweep.plan import cost
 
 
 def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
@@ -41,7 +41,7 @@ def memory_bytes(job: JobSpec) -> int:
 
 
 def seconds(job: JobSpec) -> float:
-    """t_max/dt steps of every system (:func:`attnsweep.cost.dynamics`); a record is the Gram
+    """t_max/dt steps of every system (:func:`attnsweep.plan.cost.dynamics`); a record is the Gram
     matrix and its pair statistics, plus an n x n SVD for the Boolean rank."""
     opts, grid = job.options, job.grid
     size = job.itemsize

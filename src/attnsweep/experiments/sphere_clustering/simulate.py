@@ -2,7 +2,7 @@
 
 Every (seed, rho, beta, gamma) of an (n, d) point is one system of a tensor batch, integrated
 together in chunks of at most ``block_mib``. Initial tokens and random matrices come from
-:func:`attnsweep.rng.generator` keyed by (n, d, seed) and (d, seed), so every rho, beta and
+:func:`attnsweep.run.rng.generator` keyed by (n, d, seed) and (d, seed), so every rho, beta and
 gamma sees the same draws and the numbers do not depend on the job cut or the chunking.
 """
 
@@ -16,12 +16,12 @@ import numpy as np
 import torch
 import xarray as xr
 
-from attnsweep import rng
 from attnsweep.contract import JobSpec
 from attnsweep.dynamics import driver, ensembles, observables, sphere
 from attnsweep.experiments.sphere_clustering.resources import reduced_dimension, system_bytes
 from attnsweep.grid import Axis
-from attnsweep.labels import SEED, TIME, label
+from attnsweep.run import rng
+from attnsweep.stores.labels import SEED, TIME, label
 
 NAME = "sphere_clustering"
 DIMS = ("n", "d", "seed", "rho", "beta", "gamma", "t")

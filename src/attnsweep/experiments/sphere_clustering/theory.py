@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.special import exp1, expi
 
-from attnsweep.arrays import FloatArray, as_float, require
+from attnsweep.experiments.arrays import FloatArray, as_float, require
 
 __all__ = [
     "circle_angle_rate",

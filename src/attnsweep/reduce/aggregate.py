@@ -12,10 +12,10 @@ processes read at once (the reading is Python work that one process does seriall
 Every step refuses a bad input with :class:`~attnsweep.errors.BadStoreError` (one line: the
 file, what is wrong, the command that heals the tree): ``collect`` a run store that is no zip
 archive, holds another job than its name says or has an entry that fails its CRC-32 as it is
-read; the others an aggregate that fails :func:`attnsweep.verify.check_aggregate`, checked
+read; the others an aggregate that fails :func:`attnsweep.stores.verify.check_aggregate`, checked
 before it is read (a lost chunk would read back as NaN). The aggregates are written with a
-checksum on every chunk and every chunk written (:func:`attnsweep.store.write_aggregate`), their
-metadata consolidated (:func:`attnsweep.store.consolidate`).
+checksum on every chunk and every chunk written (:func:`attnsweep.stores.io.write_aggregate`), their
+metadata consolidated (:func:`attnsweep.stores.io.consolidate`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from zarr.storage import ZipStore
 
 from attnsweep import registry
 from attnsweep.errors import BadStoreError
-from attnsweep.layout import is_file_store, quick_problem, root_attrs, zip_problem
-from attnsweep.store import (
+from attnsweep.stores.io import (
     aggregate_writes,
     checked,
     consolidate,
@@ -51,7 +50,8 @@ from attnsweep.store import (
     write_with,
     zarr_store,
 )
-from attnsweep.verify import check_aggregate
+from attnsweep.stores.layout import is_file_store, quick_problem, root_attrs, zip_problem
+from attnsweep.stores.verify import check_aggregate
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
 PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "device_name", "torch_threads",
@@ -182,7 +182,7 @@ def reading(path: Path) -> Iterator[None]:
 
 def _job_attrs(path: Path) -> dict:
     """The root attrs of a run store; :class:`BadStoreError` where they do not read or name
-    another job than its file name does (:func:`attnsweep.layout.quick_problem`)."""
+    another job than its file name does (:func:`attnsweep.stores.layout.quick_problem`)."""
     problem = quick_problem(path)
     if problem:
         raise BadStoreError(str(path), problem)
@@ -315,7 +315,7 @@ def _slab(first: xr.Dataset, coords: dict[str, np.ndarray], budget: int) -> tupl
 
 def require_sound(*paths: str | Path) -> None:
     """:class:`BadStoreError` for the first of the aggregates ``paths`` that is bad
-    (:func:`attnsweep.verify.check_aggregate`): a lost chunk would read back as NaN."""
+    (:func:`attnsweep.stores.verify.check_aggregate`): a lost chunk would read back as NaN."""
     for path in paths:
         for finding in check_aggregate(path):
             if finding.bad:

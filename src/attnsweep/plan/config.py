@@ -1,4 +1,4 @@
-r"""Config loading and validation into a :class:`Sweep` of :class:`~attnsweep.plan.Plan`\ s.
+r"""Config loading and validation into a :class:`Sweep` of :class:`~attnsweep.plan.experiment_plan.Plan`\ s.
 
 Validation runs in stages, all before any job: finite numbers, the JSON schema in the package's
 ``workflow/schemas/config.schema.yaml`` (which also fills the schema's defaults), counts against
@@ -20,13 +20,13 @@ import jsonschema
 import yaml
 
 from attnsweep import project_files, registry
-from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
 from attnsweep.grid import SEED, expand, expand_seeds, format_value
 from attnsweep.jobspec import JobSpec
-from attnsweep.plan import Plan, estimate
-from attnsweep.refine_record import load_record, recorded_blocks
-from attnsweep.refine_record import settings as refine_settings
+from attnsweep.plan.cost import hours
+from attnsweep.plan.experiment_plan import Plan, estimate
+from attnsweep.plan.refinement import load_record, recorded_blocks
+from attnsweep.plan.refinement import settings as refine_settings
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

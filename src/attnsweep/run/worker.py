@@ -4,7 +4,7 @@ A fresh Python process pays ~2.3 s to import torch and ~1 s for xarray and zarr 
 machine, more than many jobs compute. The workflow starts one server per local run (its
 ``onstart``); each simulate job's ``attnsweep job`` client sends the job and its own stdout and
 stderr descriptors over a Unix socket, the server forks a child that already has every module
-imported, and the child runs the job through :func:`attnsweep.jobs.run_job` with the client's
+imported, and the child runs the job through :func:`attnsweep.run.job.run_job` with the client's
 output streams. The reduce, boundary and figure jobs go the same way (matplotlib, xarray and dask
 imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
 node, a plain shell), the client runs the job itself: results are the same either way.
@@ -162,10 +162,10 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
 
 
 def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> dict[str, Any]:
-    """The aggregate half of :func:`check_request`: a step of :data:`attnsweep.aggregate.STEPS` whose
+    """The aggregate half of :func:`check_request`: a step of :data:`attnsweep.reduce.aggregate.STEPS` whose
     ``args`` are exactly its function's parameters: paths inside the results, others of their
     annotated (plain) type."""
-    from attnsweep import aggregate  # heavy (xarray, zarr, dask): the server preloads it
+    from attnsweep.reduce import aggregate  # heavy (xarray, zarr, dask): the server preloads it
 
     if set(request) != {"step", "args", "cwd"} or request["step"] not in aggregate.STEPS:
         raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {aggregate.STEPS}")
@@ -188,17 +188,17 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
 
 def run_request(request: dict[str, Any]) -> None:
     """Run one request in this process (the child's and the no-server path): a simulate job, or
-    a step of :mod:`attnsweep.aggregate` (``step``, one of its ``STEPS``, and its ``args``)."""
+    a step of :mod:`attnsweep.reduce.aggregate` (``step``, one of its ``STEPS``, and its ``args``)."""
     if "step" in request:
-        from attnsweep import aggregate  # heavy: in the server or an aggregate process only
+        from attnsweep.reduce import aggregate  # heavy: in the server or an aggregate process only
 
         if request["step"] not in aggregate.STEPS:
             raise ConfigError("step", f"unknown aggregate step {request['step']!r} "
                                       f"(one of {', '.join(aggregate.STEPS)})")
         getattr(aggregate, request["step"])(**request["args"])
         return
-    from attnsweep.jobs import run_job  # heavy: torch, xarray, zarr
     from attnsweep.jobspec import JobSpec  # numpy: idem
+    from attnsweep.run.job import run_job  # heavy: torch, xarray, zarr
 
     run_job(JobSpec.from_dict(request["spec"]), request["out"], device=request["device"],
             threads=request["threads"])
@@ -231,7 +231,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         import traceback  # the failure path only
 
         from attnsweep.errors import BadStoreError  # idem
-        from attnsweep.store import StoreWriteError  # preloaded in the server
+        from attnsweep.stores.io import StoreWriteError  # preloaded in the server
 
         if isinstance(err, (StoreWriteError, BadStoreError)):  # disk full, read-only, a bad input: one line
             print(f"attnsweep: {err}", file=sys.stderr)
@@ -266,7 +266,7 @@ def _peer(conn: socket.socket) -> tuple[int, int]:
 
 
 def _log(message: str) -> None:
-    print(f"attnsweep.worker: {message}", file=sys.stderr, flush=True)
+    print(f"attnsweep.run.worker: {message}", file=sys.stderr, flush=True)
 
 
 def end_with(parent: int) -> None:
@@ -288,7 +288,7 @@ def serve(path: str, results: str, idle_s: float = 900.0, parent: int | None = N
         end_with(parent)
     problem = private_problem(os.path.dirname(os.path.abspath(path)))
     if problem:
-        raise SystemExit(f"attnsweep.worker: not serving at {path}: {problem}")
+        raise SystemExit(f"attnsweep.run.worker: not serving at {path}: {problem}")
     results = os.path.abspath(results)
     # Ctrl-C signals the whole process group, this server and its children too: they leave it to
     # their owners. The run stops the server (onerror: SIGTERM), a child stops with its client.
@@ -298,8 +298,8 @@ def serve(path: str, results: str, idle_s: float = 900.0, parent: int | None = N
     import matplotlib.backends.backend_pdf  # noqa: F401
     import matplotlib.figure  # noqa: F401
 
-    import attnsweep.aggregate  # noqa: F401  (xarray, dask)
-    import attnsweep.jobs  # noqa: F401  (zarr)
+    import attnsweep.reduce.aggregate  # noqa: F401  (xarray, dask)
+    import attnsweep.run.job  # noqa: F401  (zarr)
     from attnsweep import registry  # the preload itself
 
     registry.load_all()  # torch, numpy, every experiment (installed ones too)

@@ -1,7 +1,7 @@
 """The two store layouts seen from outside, without zarr (the planner and ``attnsweep status``
 read them for thousands of jobs): a one-file store (a zip archive of a zarr v3 store, what a
 simulate job writes) or a zarr v3 directory store (the aggregates, and run stores of earlier
-versions). See :mod:`attnsweep.store`.
+versions). See :mod:`attnsweep.stores.io`.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> s
     without reading its data: an empty file, a file that is no zip archive (no
     end-of-central-directory record: cut short, or overwritten), a directory without
     ``zarr.json``, a root ``zarr.json`` that does not read, or a job identity (root attrs
-    ``job``) other than the one its path names. None when these hold (:mod:`attnsweep.verify`
+    ``job``) other than the one its path names. None when these hold (:mod:`attnsweep.stores.verify`
     checks the rest)."""
     from attnsweep.jobspec import KEY_DIGITS, JobSpec  # numpy: only when a store is checked
 

@@ -1,4 +1,4 @@
-"""The warm worker's process (:mod:`attnsweep.worker`), started and stopped by a local run's
+"""The warm worker's process (:mod:`attnsweep.run.worker`), started and stopped by a local run's
 ``onstart``, ``onsuccess`` and ``onerror`` handlers (``workflow/rules/worker.smk``).
 
 Its socket lives in a fresh directory from :func:`tempfile.mkdtemp` (mode 0700, unpredictable
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnsweep.worker import SOCKET_ENV
+from attnsweep.run.worker import SOCKET_ENV
 
 START_S = 120.0  # a hang guard on the server's imports (a few seconds), not a time it must meet
 IDLE_S = 600  # the server exits after this long without a job, whatever else happens
@@ -39,7 +39,7 @@ class WorkerProcess:
         socket_path = os.path.join(self.directory, "worker.sock")
         with open(Path(self.logs, "worker.log"), "a") as log:
             self.proc = subprocess.Popen(
-                [self.python, "-m", "attnsweep.worker", socket_path, "--results", self.results,
+                [self.python, "-m", "attnsweep.run.worker", socket_path, "--results", self.results,
                  "--idle", str(IDLE_S), "--parent", str(os.getpid())],
                 stdout=log, stderr=log)
         os.environ[SOCKET_ENV] = socket_path

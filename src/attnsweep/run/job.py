@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 
 from attnsweep import registry
-from attnsweep.device import resolve_device, resolve_dtype
 from attnsweep.dynamics import cpu_paths
 from attnsweep.jobspec import JobSpec
-from attnsweep.status import running_marker
-from attnsweep.store import provenance, write_file
+from attnsweep.run.device import resolve_device, resolve_dtype
+from attnsweep.stores.io import provenance, write_file
+from attnsweep.stores.marker import running_marker
 
 log = logging.getLogger("attnsweep")
 

@@ -12,7 +12,7 @@ Two layouts, both opened by :func:`open_store`:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
   Every chunk of theirs carries zarr's own ``crc32c`` checksum (:data:`CHECKED`) and every chunk
   is written, fill value or not (:func:`aggregate_writes`), so that ``attnsweep verify`` can
-  tell a chunk lost or changed at rest (:mod:`attnsweep.verify`). Their arrays' metadata is
+  tell a chunk lost or changed at rest (:mod:`attnsweep.stores.verify`). Their arrays' metadata is
   also gathered into the root ``zarr.json`` (:func:`consolidate`), so that a plain
   ``xr.open_zarr(path)`` reads it from one document.
 
@@ -43,7 +43,7 @@ from zarr.codecs import BytesCodec, Crc32cCodec, ZstdCodec
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
 import attnsweep
-from attnsweep.layout import is_file_store
+from attnsweep.stores.layout import is_file_store
 
 
 @cache

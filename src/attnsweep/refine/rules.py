@@ -17,8 +17,8 @@ row's neighbouring values of the crossing axis around the estimate):
   estimates differ by more than p and than their half-widths together (beyond the noise), with
   the base grid's crossing values and seeds.
 
-A round's new points become rectangles of the grid (:meth:`attnsweep.plan.Plan.with_extra`),
-recorded (:mod:`attnsweep.refine_record`) before any of them runs; every run of the
+A round's new points become rectangles of the grid (:meth:`attnsweep.plan.experiment_plan.Plan.with_extra`),
+recorded (:mod:`attnsweep.plan.refinement`) before any of them runs; every run of the
 workflow plans them, so a round is an ordinary Snakemake run and a killed round is finished by
 running again. The record also keeps each round's assessment of every row, and
 ``refine.csv`` is the same as a table with the interval after the round beside the one before.
@@ -36,12 +36,12 @@ import numpy as np
 import xarray as xr
 
 from attnsweep.contract import Target
-from attnsweep.cost import hours
 from attnsweep.errors import ConfigError
 from attnsweep.grid import SEED, canonical, format_value
-from attnsweep.plan import Plan, estimate
-from attnsweep.refine_record import RefineSettings
-from attnsweep.store import open_store
+from attnsweep.plan.cost import hours
+from attnsweep.plan.experiment_plan import Plan, estimate
+from attnsweep.plan.refinement import RefineSettings
+from attnsweep.stores.io import open_store
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Stores checked against what they must hold (``attnsweep verify CONFIG [--quarantine]``).
 
 Results live for months on shared filesystems, where files are cut short, overwritten, mixed up
-between trees or lose a chunk; atomic writes (:mod:`attnsweep.store`) protect a store only
+between trees or lose a chunk; atomic writes (:mod:`attnsweep.stores.io`) protect a store only
 until it is written. Each store is checked against what it must hold:
 
 - A run store (one file, a zip archive): the archive opens (its end-of-central-directory record
@@ -9,7 +9,7 @@ until it is written. Each store is checked against what it must hold:
   per entry and checks on every read (``ZipFile.testzip``): a checksum run stores always had,
   so none of them changes format. Then its job identity (root attrs ``job``) hashes to the key
   of its file name and of the job the plan expects at its path (the path names the fanned-out
-  point, :meth:`attnsweep.plan.Plan.jobs`); every data variable has ``seed`` as a dimension;
+  point, :meth:`attnsweep.plan.experiment_plan.Plan.jobs`); every data variable has ``seed`` as a dimension;
   every axis of the experiment and ``seed`` is a coordinate equal to the job's grid and seeds;
   its data variables, each with its dimensions (variables of one experiment span different
   axes), are the experiment's: the set most of the plan's stores hold. A run store of the
@@ -20,7 +20,7 @@ until it is written. Each store is checked against what it must hold:
   chunk (shard, for sharded arrays) its shape and chunk grid imply exists and decodes, and the
   store opens as one dataset. Aggregates carry zarr's ``crc32c`` codec on every (inner) chunk,
   checked as it decodes, and are written with every chunk, fill value or not
-  (:func:`attnsweep.store.aggregate_writes`); an aggregate of an earlier version has no
+  (:func:`attnsweep.stores.io.aggregate_writes`); an aggregate of an earlier version has no
   checksums (a chunk's bytes changed may then go unseen) and may lack chunks that held only
   NaN, which this reports as missing: quarantined, it is rebuilt.
 
@@ -49,8 +49,8 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from attnsweep.grid import SEED, format_value
 from attnsweep.jobspec import JobSpec
-from attnsweep.layout import describe, entry_text, is_file_store, quick_problem
-from attnsweep.store import open_store, raw_layout
+from attnsweep.stores.io import open_store, raw_layout
+from attnsweep.stores.layout import describe, entry_text, is_file_store, quick_problem
 
 #: The aggregates of an experiment, in the order they are built from each other.
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
@@ -286,7 +286,7 @@ def _stale_copy(path: Path, arrays: Iterable[str]) -> str | None:
 # --- a results tree -------------------------------------------------------------------------------
 
 def verify_tree(sweep: Any, progress: Callable[[Iterable], Iterable] = iter) -> list[Finding]:
-    """Every run store the plans of ``sweep`` (a :class:`attnsweep.config.Sweep`) use, and every
+    """Every run store the plans of ``sweep`` (a :class:`attnsweep.plan.config.Sweep`) use, and every
     aggregate, checked; bad ones first, then notes."""
     findings = []
     for name, plan in sweep.plans.items():

@@ -1,5 +1,5 @@
-"""The plan of one experiment's jobs: its expanded grid cut into blocks (:mod:`attnsweep.blocks`),
-the stores already made reused, the rectangles a refinement adds (:mod:`attnsweep.refine`)."""
+"""The plan of one experiment's jobs: its expanded grid cut into blocks (:mod:`attnsweep.plan.blocks`),
+the stores already made reused, the rectangles a refinement adds (:mod:`attnsweep.refine.rules`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from attnsweep.blocks import rectangles, stored_jobs
 from attnsweep.contract import Experiment
 from attnsweep.grid import SEED
 from attnsweep.jobspec import JobSpec, point_path
-from attnsweep.refine_record import RefineSettings
+from attnsweep.plan.blocks import rectangles, stored_jobs
+from attnsweep.plan.refinement import RefineSettings
 
 
 def estimate(function: Callable[[JobSpec], float], job: JobSpec) -> float:
@@ -27,7 +27,7 @@ def estimate(function: Callable[[JobSpec], float], job: JobSpec) -> float:
 
 @dataclass(frozen=True)
 class Plan:
-    """One experiment's expanded grid and its cut into jobs (see :mod:`attnsweep.blocks`)."""
+    """One experiment's expanded grid and its cut into jobs (see :mod:`attnsweep.plan.blocks`)."""
 
     experiment: Experiment
     grid: dict[str, list[float]]
@@ -55,7 +55,7 @@ class Plan:
         return {axis: sorted({v for rect in rects for v in rect[axis]}) for axis in rects[0]}
 
     def with_extra(self, extra: list[dict[str, list]]) -> Plan:
-        """This plan with ``extra`` rectangles added to its points (see :mod:`attnsweep.refine`)."""
+        """This plan with ``extra`` rectangles added to its points (see :mod:`attnsweep.refine.rules`)."""
         return replace(self, extra=(*self.extra, *extra))
 
     def _order(self, axis: str) -> int:

@@ -1,7 +1,7 @@
 """The ``refine`` section of an experiment and its refinement record.
 
 The settings (:class:`RefineSettings`) are read and checked when a sweep is planned. The record,
-``<results>/<experiment>/refine.json``, holds every round :mod:`attnsweep.refine` decided (its
+``<results>/<experiment>/refine.json``, holds every round :mod:`attnsweep.refine.rules` decided (its
 rectangles, new points, estimated core-hours and the assessment of every row) and the final
 assessment; ``refine.csv`` beside it is the same as a table. The planner adds the recorded
 rectangles to the grid (:func:`recorded_blocks`), so a round is an ordinary Snakemake run.

@@ -1,8 +1,8 @@
 """``attnsweep refine``: the workflow run round by round until every boundary is precise.
 
 Each round runs Snakemake up to the boundaries of the experiments with a ``refine`` section,
-lets :func:`attnsweep.refine.assess` decide the next round's points, records them
-(:mod:`attnsweep.refine_record`), and runs again; when no experiment adds a round, one last run
+lets :func:`attnsweep.refine.rules.assess` decide the next round's points, records them
+(:mod:`attnsweep.plan.refinement`), and runs again; when no experiment adds a round, one last run
 makes every output (figures). Stopped by SIGINT (Ctrl-C), it lets Snakemake end its jobs and
 says so in one line; run again, it goes on from the stores and the record.
 """
@@ -15,17 +15,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attnsweep.config import load_sweep, load_yaml
 from attnsweep.errors import ConfigError
-from attnsweep.lock import claim
-from attnsweep.refine import assess
-from attnsweep.refine_record import load_record, save_record
+from attnsweep.plan.config import load_sweep, load_yaml
+from attnsweep.plan.refinement import load_record, save_record
+from attnsweep.refine.rules import assess
+from attnsweep.run.lock import claim
 
 
 def drive(config_path: str, snakemake_args: list[str]) -> int:
     """``attnsweep refine``: run the workflow, assess, record a round, until no experiment adds
     one; then run the workflow once more for every output (figures). Returns Snakemake's status."""
-    log = logging.getLogger("attnsweep.refine")
+    log = logging.getLogger("attnsweep.refine.rules")
     for arg in snakemake_args:
         if arg in ("-d", "--directory") or arg.startswith("--directory="):
             raise ConfigError(arg, "attnsweep refine runs Snakemake in the current directory (where it "
@@ -94,8 +94,8 @@ def run_to_its_end(command: list[str]) -> int:
 
 def clear_stale_lock(results: str, snakemake: list[str]) -> None:
     """Unlock the working directory after a killed run: Snakemake's lock outlives kill -9, the
-    results lock (:mod:`attnsweep.lock`, a kernel ``flock``) does not, so when nothing holds the
+    results lock (:mod:`attnsweep.run.lock`, a kernel ``flock``) does not, so when nothing holds the
     latter no run of these results is alive and the former is stale."""
     claim(results).close()  # refused, naming the holder, while a run of these results is alive
-    logging.getLogger("attnsweep.refine").info("removing the stale Snakemake lock of a killed run")
+    logging.getLogger("attnsweep.refine.rules").info("removing the stale Snakemake lock of a killed run")
     subprocess.run([*snakemake, "--unlock"], check=True, capture_output=True)

@@ -2,7 +2,7 @@
 
 Snakemake's own lock lives in the working directory's ``.snakemake/``, so two working
 directories whose configs name one ``results:`` both compute every job and collide on its
-stores. :func:`claim` takes an exclusive ``flock`` on ``RESULTS/.attnsweep.lock`` for the life
+stores. :func:`claim` takes an exclusive ``flock`` on ``RESULTS/.attnsweep.run.lock`` for the life
 of the process: the kernel drops it on any exit, ``kill -9`` included, so it never goes stale.
 It guards runs on one host (``flock`` over NFS depends on the server).
 """
@@ -20,7 +20,7 @@ from attnsweep.errors import ConfigError
 
 def claim(results: str | Path) -> IO[str]:
     """Lock ``results`` for this process; keep the returned file open for as long as it runs."""
-    path = Path(results, ".attnsweep.lock")
+    path = Path(results, ".attnsweep.run.lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+")  # noqa: SIM115  (held open as the lock: the caller keeps it)

@@ -1,0 +1,2 @@
+"""Reducing a sweep: the run stores collected into ``sweep.zarr``, statistics over seeds, the
+boundaries' crossings with their bootstrap intervals, and the figures."""
