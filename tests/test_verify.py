@@ -29,6 +29,7 @@ from attnsweep import aggregate, status
 from attnsweep.config import load_sweep
 from attnsweep.errors import BadStoreError
 from attnsweep.jobs import run_job
+from attnsweep.layout import chunk_keys
 from attnsweep.store import open_store, write_aggregate, write_atomic, write_file
 from attnsweep.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
 
@@ -208,6 +209,23 @@ def test_aggregates_open_with_plain_xarray_and_no_warning(pristine: Path, tmp_pa
         xr.testing.assert_identical(plain, open_store(store).load())
 
 
+def test_chunk_keys_read_without_zarr_are_zarrs(pristine: Path, tmp_path: Path) -> None:
+    """The chunk keys the cheap check (the start of every run, status, and verify's presence step)
+    reads from a ``zarr.json`` without zarr are those zarr names: every array of the aggregates
+    (sharded ones included), a 0-d array, an empty one and one of the v2 chunk key encoding."""
+    paths = [meta.parent for name in ("sweep.zarr", "summary.zarr", "boundary.zarr")
+             for meta in sorted((pristine / "results" / EXP / name).glob("*/zarr.json"))]
+    zarr.create_array(tmp_path / "scalar", shape=(), dtype="f8")
+    zarr.create_array(tmp_path / "empty", shape=(0, 4), chunks=(2, 2), dtype="f8")
+    zarr.create_array(tmp_path / "v2", shape=(5, 3), chunks=(2, 2), dtype="f8",
+                      chunk_key_encoding={"name": "v2", "separator": "."})
+    paths += [tmp_path / "scalar", tmp_path / "empty", tmp_path / "v2"]
+    for path in paths:
+        meta = zarr.open_array(path, mode="r").metadata
+        want = [meta.encode_chunk_key(coords) for coords in meta.chunk_grid.all_chunk_coords(meta.shape)]
+        assert list(chunk_keys(json.loads((path / "zarr.json").read_text()))) == want, path
+
+
 def test_an_aggregate_array_that_lost_its_metadata(tree: Path) -> None:
     """Found from the store itself, not hidden by the copy in the root zarr.json."""
     (tree / "results" / EXP / "sweep.zarr" / "lambda" / "zarr.json").unlink()
@@ -329,6 +347,18 @@ def test_status_names_bad_stores_and_aggregates_not_done(tree: Path) -> None:
     assert "  not done: sweep.zarr is missing (a reduction that failed?); `snakemake` makes it" in text
     assert "  not done: boundary.csv is older than summary.zarr; `snakemake` makes it again" in text
     assert "not a zip archive (0 bytes)" in text and stores[0].stem in text
+
+
+def test_status_names_an_aggregate_that_lost_a_chunk(tree: Path) -> None:
+    """The cheap check a run starts with (names only) sees what verify sees of a lost chunk."""
+    summary = tree / "results" / EXP / "summary.zarr"
+    lost = chunk(summary, "lambda_se")
+    lost.unlink()
+    key = lost.relative_to(summary / "lambda_se").as_posix()
+    sweep = load_sweep(config_for(tree))
+    assert status.damaged_aggregates(sweep) == [(summary, f"chunk {key} of `lambda_se` is missing")]
+    assert (f"  not done: summary.zarr: chunk {key} of `lambda_se` is missing; `snakemake` rebuilds it and what "
+            "is built from it") in status.report(sweep)
 
 
 # --- random faults: found, or provably harmless ------------------------------------------------
