@@ -48,8 +48,10 @@ def rebuild_damaged_aggregates():
     --forcerun among them, only after this file is read), but with the --forcerun it names it does."""
     for path, problem in damaged_aggregates(SWEEP):
         if workflow.output_settings.dryrun:
-            logger.warning(f"attnsweep: {path}: {problem}; a run rebuilds it and what is built from it (this dry "
-                           f"run removes nothing and its plan leaves them out: `--forcerun {path}` shows them)")
+            logger.warning(
+                f"attnsweep: {path}: {problem}; a run rebuilds it and what is built from it (this dry "
+                f"run removes nothing and its plan leaves them out: `--forcerun {path}` shows them)"
+            )
             continue
         try:
             hold_results(RESULTS)  # not while another run uses RESULTS (onstart holds it on)
