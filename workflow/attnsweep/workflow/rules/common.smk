@@ -58,7 +58,11 @@ def rebuild_damaged_aggregates():
         except ConfigError as err:
             print(f"attnsweep: {err}", file=sys.stderr)
             sys.exit(1)
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except OSError as err:  # read-only, or a link: one line, no traceback; the next run tries again
+            print(f"attnsweep: {path}: {problem}; cannot remove it to rebuild it: {err}", file=sys.stderr)
+            sys.exit(1)
         logger.warning(f"attnsweep: {path}: {problem}; removed, to be rebuilt with what is built from it")
 
 
