@@ -56,13 +56,11 @@ def rebuild_damaged_aggregates():
         try:
             hold_results(RESULTS)  # not while another run uses RESULTS (onstart holds it on)
         except ConfigError as err:
-            print(f"attnsweep: {err}", file=sys.stderr)
-            sys.exit(1)
+            raise WorkflowError(f"attnsweep: {err}") from None
         try:
             shutil.rmtree(path)
-        except OSError as err:  # read-only, or a link: one line, no traceback; the next run tries again
-            print(f"attnsweep: {path}: {problem}; cannot remove it to rebuild it: {err}", file=sys.stderr)
-            sys.exit(1)
+        except OSError as err:  # read-only, or a link: no traceback; the next run tries again
+            raise WorkflowError(f"attnsweep: {path}: {problem}; cannot remove it to rebuild it: {err}") from None
         logger.warning(f"attnsweep: {path}: {problem}; removed, to be rebuilt with what is built from it")
 
 
