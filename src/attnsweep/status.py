@@ -18,8 +18,9 @@ Each simulate job is in one of six states:
 
 A rerun of the workflow redoes exactly the jobs that are not ``done`` or ``bad`` (a bad
 store stands until ``attnsweep verify CONFIG --quarantine`` moves it aside). The aggregates are
-not done where one is missing while its run stores are all done, or older than what it is built
-from (as Snakemake compares them; a directory output by its ``.snakemake_timestamp``).
+not done where one is missing while its run stores are all done, older than what it is built
+from (as Snakemake compares them; a directory output by its ``.snakemake_timestamp``), or lacks
+a chunk or an array's metadata (:func:`damaged_aggregates`: the next run rebuilds it).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING
 from attnsweep.errors import INTERRUPTED
 from attnsweep.grid import format_value
 from attnsweep.plan.refinement import load_record, seeds_for
-from attnsweep.stores.layout import complete, quick_problem
+from attnsweep.stores.layout import AGGREGATES, complete, missing_part, quick_problem
 from attnsweep.stores.marker import marker_path
 
 if TYPE_CHECKING:
@@ -132,6 +133,22 @@ def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
     }
 
 
+def damaged_aggregates(sweep: Sweep) -> list[tuple[Path, str]]:
+    """Each aggregate of ``sweep`` that lacks a chunk (shard) or an array's metadata, with what it
+    lacks (:func:`attnsweep.stores.layout.missing_part`: names only, no data read; only the aggregates,
+    never a run store). Snakemake judges an aggregate by its timestamp alone, and a lost chunk reads
+    back as its fill value (NaN): the workflow removes these at the start of a run, to rebuild them
+    and what is built from them (``rules/common.smk``)."""
+    found = []
+    for name in sweep.plans:
+        for store in AGGREGATES:
+            path = Path(sweep.results, name, store)
+            problem = missing_part(path) if path.is_dir() else None
+            if problem is not None:
+                found.append((path, problem))
+    return found
+
+
 def _mtime(path: Path) -> float | None:
     """When Snakemake takes ``path`` to have been made (None if absent)."""
     stamp = path / ".snakemake_timestamp"
@@ -143,8 +160,8 @@ def _mtime(path: Path) -> float | None:
 
 def aggregate_lines(sweep: Sweep, name: str, jobs: list[JobStatus]) -> list[str]:
     """Why the aggregates of experiment ``name`` are not done, once any of them was made: one
-    missing while every run store is there (a reduction that failed), or one older than what it
-    is built from."""
+    missing while every run store is there (a reduction that failed), one older than what it
+    is built from, or one that lacks a chunk (:func:`damaged_aggregates`)."""
     root = Path(sweep.results, name)
     built = {"sweep.zarr": (), "summary.zarr": ("sweep.zarr",), "boundary.zarr": ("sweep.zarr", "summary.zarr"),
              "boundary.csv": ("sweep.zarr", "summary.zarr")}
@@ -165,6 +182,10 @@ def aggregate_lines(sweep: Sweep, name: str, jobs: list[JobStatus]) -> list[str]
             newer = ["a run store"]
         if newer:
             lines.append(f"  not done: {out} is older than {' and '.join(newer)}; `snakemake` makes it again")
+    for out in AGGREGATES:
+        problem = missing_part(root / out) if times[out] is not None and (root / out).is_dir() else None
+        if problem is not None:
+            lines.append(f"  not done: {out}: {problem}; `snakemake` rebuilds it and what is built from it")
     inputs = max(times["summary.zarr"] or 0, times["boundary.zarr"] or 0)
     older = sum(t is not None and t < inputs for t in figures)
     if older:

@@ -3,13 +3,16 @@ import gc
 import json
 import os
 import re
+import shutil
 import sys
 
 from attnsweep.plan.config import load_sweep
 from attnsweep.plan.cost import runtime_minutes
 from attnsweep.errors import ConfigError
 from attnsweep.run.lock import hold as hold_results
+from attnsweep.status import damaged_aggregates
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 try:
     SWEEP = load_sweep(config)
@@ -34,6 +37,41 @@ config.setdefault("device", DEVICE)
 config.setdefault("dtype", SWEEP.config["dtype"])
 for _name, _plan in SWEEP.plans.items():
     config["experiments"][_name].setdefault("dtype", _plan.dtype)
+
+
+def rebuild_damaged_aggregates():
+    """Remove each aggregate that lacks a chunk or an array's metadata (lost at rest), so that
+    this run rebuilds it and what is built from it: Snakemake judges an aggregate by its timestamp
+    alone, and a lost chunk reads back as NaN. A look at the names of the aggregates' files
+    (attnsweep.status.damaged_aggregates: one stat a chunk, no data read, never a run store). The
+    aggregates are derived data, made again from the run stores. A dry run removes nothing and
+    says what a run would rebuild; its plan cannot show that (Snakemake sets its DAG settings,
+    --forcerun among them, only after this file is read), but with the --forcerun it names it does."""
+    for path, problem in damaged_aggregates(SWEEP):
+        # workflow.output_settings.dryrun: Snakemake has no public API that says, while this file
+        # is read, whether the run is a dry one (workflow.dryrun needs the executor, set later).
+        if workflow.output_settings.dryrun:
+            logger.warning(
+                f"attnsweep: {path}: {problem}; a run rebuilds it and what is built from it (this dry "
+                f"run removes nothing and its plan leaves them out: `--forcerun {path}` shows them)"
+            )
+            continue
+        try:
+            hold_results(RESULTS)  # not while another run uses RESULTS (onstart holds it on)
+        except ConfigError as err:
+            raise WorkflowError(f"attnsweep: {err}") from None
+        try:
+            shutil.rmtree(path)
+        except OSError as err:  # read-only, or a link: no traceback; the next run tries again
+            raise WorkflowError(f"attnsweep: {path}: {problem}; cannot remove it to rebuild it: {err}") from None
+        logger.warning(f"attnsweep: {path}: {problem}; removed, to be rebuilt with what is built from it")
+
+
+# The main snakemake alone, not a cluster job's or a job step's, which parse this file again
+# (workflow.is_main_process: Snakemake has no public API for this either).
+if workflow.is_main_process:
+    rebuild_damaged_aggregates()
+
 # Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.plan.blocks).
 JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}

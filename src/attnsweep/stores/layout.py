@@ -7,15 +7,20 @@ versions). See :mod:`attnsweep.stores.io`.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
 import zipfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from attnsweep.jobspec import JobSpec
 
+
+#: The aggregates of an experiment (directory stores), in the order they are built from each other.
+AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 
 def is_file_store(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a one-file store (rather than a directory store)."""
@@ -111,4 +116,49 @@ def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> s
     named = os.path.basename(path).removesuffix(".zarr")
     if re.fullmatch(f"[0-9a-f]{{{KEY_DIGITS}}}", named) and spec.key() != named:
         return f"holds job {spec.key()} of {describe(spec)}, expected {named} (swapped or copied from another tree?)"
+    return None
+
+
+def chunk_keys(meta: dict[str, Any]) -> Iterator[str]:
+    """The key of every chunk (for a sharded array, every shard) that the ``zarr.json`` ``meta``
+    of a zarr v3 array implies, as zarr names them (``encode_chunk_key`` over the chunk grid's
+    ``all_chunk_coords``): its regular chunk grid over its shape, each chunk named by its chunk key
+    encoding (``default`` or ``v2``, the two of the zarr v3 spec)."""
+    grid, encoding = meta["chunk_grid"], meta["chunk_key_encoding"]
+    if grid["name"] != "regular" or encoding["name"] not in ("default", "v2"):
+        raise ValueError(f"chunk grid {grid['name']!r}, chunk key encoding {encoding['name']!r}")
+    separator = (encoding.get("configuration") or {}).get("separator", "/" if encoding["name"] == "default" else ".")
+    counts = [-(-size // chunk) for size, chunk in zip(meta["shape"], grid["configuration"]["chunk_shape"])]
+    for coords in itertools.product(*map(range, counts)):
+        if encoding["name"] == "default":
+            yield separator.join(map(str, ("c", *coords)))
+        else:
+            yield separator.join(map(str, coords)) or "0"
+
+
+def missing_part(path: str | os.PathLike) -> str | None:
+    """What the directory store at ``path`` (an aggregate) lacks, found from the names of its
+    files alone (None if nothing): its root ``zarr.json``, an array's ``zarr.json``, or a chunk
+    (shard) that an array's ``zarr.json`` implies (:func:`chunk_keys`). One ``stat`` a chunk and
+    no data read: cheap enough for the start of every run (the workflow rebuilds an aggregate that
+    lacks one, ``rules/common.smk``); :mod:`attnsweep.stores.verify` also decodes every chunk."""
+    if not os.path.isfile(os.path.join(path, "zarr.json")):
+        return "no zarr.json: not a whole store"
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if entry.name.startswith(".") or not entry.is_dir():  # Snakemake's .snakemake_timestamp
+            continue
+        try:
+            with open(os.path.join(entry.path, "zarr.json"), "rb") as fh:
+                meta = json.load(fh)
+            if meta.get("node_type") != "array":
+                continue
+            keys = list(chunk_keys(meta))
+        except FileNotFoundError:
+            return f"`{entry.name}` has no zarr.json (its metadata lost)"
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            what = f"{type(err).__name__}: {str(err)[:100]}"
+            return f"`{entry.name}/zarr.json` does not read as an array's metadata ({what})"
+        for key in keys:
+            if not os.path.isfile(os.path.join(entry.path, key)):
+                return f"chunk {key} of `{entry.name}` is missing"
     return None

@@ -50,10 +50,8 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from attnsweep.grid import SEED, format_value
 from attnsweep.jobspec import JobSpec
 from attnsweep.stores.io import open_store, raw_layout
-from attnsweep.stores.layout import describe, entry_text, is_file_store, quick_problem
+from attnsweep.stores.layout import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
 
-#: The aggregates of an experiment, in the order they are built from each other.
-AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 #: What each aggregate is built into (all of it under ``RESULTS/EXPERIMENT``): quarantined, an
 #: aggregate takes these with it, so that the next run rebuilds them from the new one.
 DOWNSTREAM = {
@@ -236,10 +234,9 @@ def check_aggregate(path: str | Path) -> list[Finding]:
             arrays = sorted(group.arrays())
     except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
         return [Finding(path, f"does not open as a zarr group ({type(err).__name__}: {str(err)[:120]})")]
-    lost = sorted(entry.name for entry in os.scandir(path) if entry.is_dir() and not entry.name.startswith(".")
-                  and entry.name not in dict(arrays))
-    if lost:
-        return [Finding(path, f"`{lost[0]}` has no zarr.json (its metadata lost)")]
+    missing = missing_part(path)  # an array's metadata or a chunk: what the workflow's start checks too
+    if missing:
+        return [Finding(path, missing)]
     stale = _stale_copy(path, [name for name, _ in arrays])
     if stale:
         return [Finding(path, f"the copy of `{stale}`'s metadata in its root zarr.json (consolidated, what "
@@ -249,8 +246,6 @@ def check_aggregate(path: str | Path) -> list[Finding]:
         shape = meta.chunk_grid.chunk_shape
         for coords in meta.chunk_grid.all_chunk_coords(meta.shape):
             key = meta.encode_chunk_key(coords)
-            if not Path(path, name, key).is_file():
-                return [Finding(path, f"chunk {key} of `{name}` is missing")]
             region = tuple(slice(c * s, (c + 1) * s) for c, s in zip(coords, shape))
             try:
                 array[region]
