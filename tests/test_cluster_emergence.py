@@ -532,7 +532,7 @@ def test_eq_12_1_through_the_experiment(activation: str, weight: str | None) -> 
         assert (steps >= 0).all() and (steps > 1e-3).any()
     else:
         assert (np.abs(z[..., -1, :, :] - z[..., 0, :, :]) <= 3.0).all()
-    checks = experiment.theory(run)
+    checks = experiment.part("reduction").theory(run)
     assert 0 <= float(checks["orthant_fraction"].squeeze()) <= 1 and float(checks["contraction"].squeeze()) > 0
 
 

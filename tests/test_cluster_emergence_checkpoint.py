@@ -108,8 +108,8 @@ def test_theorem_4_2_check_per_head(tmp_path: Path, head: int) -> None:
     (spec,) = plan(section(ac.write(tmp_path / "ckpt"), head=head)).jobs().values()
     experiment = get(NAME)
     run = experiment.simulate(spec, torch.device("cpu"), torch.float64, progress=False)
-    checks = {name: float(experiment.theory(run)[name].squeeze()) for name in ("levels", "limit_fraction",
-                                                                                "hypotheses", "hull_excess")}
+    theory = experiment.part("reduction").theory(run)
+    checks = {name: float(theory[name].squeeze()) for name in ("levels", "limit_fraction", "hypotheses", "hull_excess")}
     assert (run["resolved"] == 1).all()
     if head == 1:
         assert checks["levels"] <= 3 and checks["limit_fraction"] == 1 and checks["hypotheses"] == 1, checks

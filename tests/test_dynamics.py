@@ -290,15 +290,15 @@ def test_summary_theory_is_gamma_inf_delta_for_identity_only() -> None:
     random matrices."""
     import xarray as xr
 
-    from attnsweep.experiments.sphere_clustering import SphereClustering
+    from attnsweep.experiments.sphere_clustering.reduction import theory
 
     coords = {"n": [32], "d": [8], "rho": [0.0], "beta": [0.0, 800.0], "gamma": [4 / math.log(32)],
               "t": np.linspace(0, 30, 7)}
     summary = xr.Dataset(coords=coords)
-    out = SphereClustering.theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "identity"})
+    out = theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "identity"})
     star = out["t_star_theory"].sel(beta=0.0).item()
     assert star == pytest.approx(6.95350, abs=1e-5)
     assert np.isnan(out["t_star_theory"].sel(beta=800.0).item())
     assert out["gamma_curve"].sel(beta=0.0, t=0.0).item() == 0.0
-    random = SphereClustering.theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "ginibre"})
+    random = theory(summary, {"normalisation": "sa", "delta": 1e-3, "matrices": "ginibre"})
     assert np.isnan(random["t_star_theory"].values).all()

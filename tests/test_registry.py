@@ -123,7 +123,8 @@ def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_pat
     boundary is where the seed mean of sweep.zarr crosses the level, found here by np.interp. The
     page's contract test (attnsweep.testing.ExperimentContract) passes on it."""
     files = doc_files("docs/extending.md", "## Adding an experiment")
-    assert {"pyproject.toml", "toy_attention/__init__.py", "toy_attention/figures.py", "config/toy.yaml",
+    parts = ("__init__", "simulate", "resources", "reduction", "captions", "figures")
+    assert {"pyproject.toml", *(f"toy_attention/{part}.py" for part in parts), "config/toy.yaml",
             "test_toy_attention.py"} <= set(files)
     package, work, site = tmp_path / "toy-attention", tmp_path / "work", tmp_path / "site"
     for path, body in files.items():
@@ -161,7 +162,7 @@ def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_pat
     # the contract test of docs/extending.md, run by the user's pytest against the installed package
     checked = processes.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_toy_attention.py"],
                             cwd=work, env=env, capture_output=True, text=True)
-    assert checked.returncode == 0 and "4 passed" in checked.stdout, checked.stdout[-4000:]
+    assert checked.returncode == 0 and "5 passed" in checked.stdout, checked.stdout[-4000:]
 
 
 @pytest.mark.parametrize(("module", "value", "message"), [

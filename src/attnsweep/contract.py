@@ -1,17 +1,29 @@
 """The contract of an experiment: what the generic rules and the CLI see of one.
 
-An experiment package subclasses :class:`Experiment`, states its boundaries as :class:`Target`
-and its figures as :class:`FigureSpec`, and reads a job's identity from :class:`JobSpec`; an
-entry point names the class (like xarray's ``BackendEntrypoint``: :mod:`attnsweep.registry`).
-Experiments import these names from here; this module imports no experiment.
+An experiment is a package, split by job into modules that the contract finds by name:
+
+- ``__init__.py``: a subclass of :class:`Experiment` with the experiment's identity and options
+  (name, paper, axes, options schema, wildcards, version, targets, and the checks the schema
+  cannot express), its boundaries stated as :class:`Target`;
+- ``simulate.py``: ``simulate(job, axes, device, dtype, progress)``, one job's Dataset;
+- ``reduction.py``: ``reduce(sweep)`` (statistics over seeds and the theory on the same
+  coordinates) and ``boundary(sweep, summary)``;
+- ``captions.py``: ``figures(grid, options)``, the :class:`FigureSpec` list with its captions, as
+  text (Snakemake builds it each time it plans a run); ``figures.py``: the functions that draw them;
+- ``resources.py``: ``memory_bytes(job)`` and ``seconds(job)``, the job's estimates.
+
+The class's methods call those functions, so an experiment writes each once, where it belongs,
+and overrides a method only to do otherwise. An entry point names the class (like xarray's
+``BackendEntrypoint``: :mod:`attnsweep.registry`). Experiments import these names from here, and
+:class:`JobSpec`; this module imports no experiment.
 """
 
 from __future__ import annotations
 
 import importlib
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
@@ -60,8 +72,8 @@ class FigureSpec:
             object.__setattr__(self, "draw", self.name)
 
 
-class Experiment(ABC):
-    """Contract of an experiment module.
+class Experiment:
+    """Contract of an experiment package (see the module docstring for its modules).
 
     Class attributes
     ----------------
@@ -73,8 +85,7 @@ class Experiment(ABC):
     options_schema : the rest of the config section as JSON schema: ``description`` (one
         paragraph), ``seeds`` (``default``, ``description``), optionally ``dtype`` (a ``default``
         other than the global dtype, with its ``description``) and ``options`` (the properties of
-        every option); built-in experiments read it from ``config.schema.yaml`` beside their module
-        (:func:`options_file`).
+        every option); read from ``config.schema.yaml`` beside the class (:func:`options_file`).
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
@@ -92,6 +103,7 @@ class Experiment(ABC):
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
 
+    # ------------------------------------------------------------------ identity and options
     def config_schema(self) -> dict[str, Any]:
         """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
         ``refine`` (where it declares targets), ``dtype``, then its options."""
@@ -116,7 +128,7 @@ class Experiment(ABC):
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
-    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:  # noqa: B027
+    def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         """Refuse combinations of options and grid the schema cannot express: raise
         :class:`attnsweep.errors.ConfigError` naming ``prefix.key`` (default: accept all)."""
 
@@ -137,48 +149,58 @@ class Experiment(ABC):
         """
         return dict(options)
 
-    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
-        """Run one job: a Dataset with every axis and ``seed`` as dimensions. By default the
-        function ``simulate(job, axes, device, dtype, progress)`` of the package's ``simulate``
-        module, imported here: torch is imported by jobs, never by the planner."""
-        module = importlib.import_module(f"{type(self).__module__}.simulate")
-        return module.simulate(job, self.axes, device, dtype, progress)
-
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         """Records one system keeps (output times, recorded steps, snapshots), by the option key
         that sets them, counted without building them: checked against ``max_outputs`` before
         anything else looks at the options (default: none)."""
         return {}
 
-    @abstractmethod
+    # ------------------------------------------------------------------ the package's modules
+    def part(self, module: str) -> ModuleType:
+        """The module ``module`` of this experiment's package (``simulate``, ``reduction``,
+        ``captions``, ``figures``, ``resources``), imported when first asked for: torch and
+        matplotlib stay out of the planner."""
+        package = type(self).__module__
+        try:
+            return importlib.import_module(f"{package}.{module}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{package}.{module}":
+                raise
+            raise NotImplementedError(f"experiment {self.name!r}: its package {package} has no module {module} "
+                                      "(attnsweep.contract: the modules an experiment provides)") from None
+
+    def simulate(self, job: JobSpec, device: torch.device, dtype: torch.dtype, progress: bool = True) -> xr.Dataset:
+        """Run one job: a Dataset with every axis and ``seed`` as dimensions (``simulate.simulate``)."""
+        return self.part("simulate").simulate(job, self.axes, device, dtype, progress)
+
     def job_memory_bytes(self, job: JobSpec) -> int:
-        """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front."""
+        """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front
+        (``resources.memory_bytes``)."""
+        return self.part("resources").memory_bytes(job)
 
-    @abstractmethod
     def job_seconds(self, job: JobSpec) -> float:
-        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.plan.cost`), checked
-        against ``max_job_hours`` up front and given to Snakemake as the job's ``runtime``."""
+        """Estimated time of one job in seconds on one CPU core (:mod:`attnsweep.plan.cost`),
+        checked against ``max_job_hours`` up front and given to Snakemake as the job's
+        ``runtime`` (``resources.seconds``)."""
+        return self.part("resources").seconds(job)
 
-    @abstractmethod
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
-        """Statistics over seeds plus theory on the same coordinates."""
+        """Statistics over seeds plus theory on the same coordinates (``reduction.reduce``)."""
+        return self.part("reduction").reduce(sweep)
 
-    @abstractmethod
     def boundary(self, sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
-        """Phase boundaries with their uncertainty, as a table and as a Dataset."""
+        """Phase boundaries with their uncertainty, as a table and as a Dataset (``reduction.boundary``)."""
+        return self.part("reduction").boundary(sweep, summary)
 
-    @abstractmethod
     def figures(self, grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
-        """The figures this experiment draws for a grid and options (captions may name both).
-
-        Snakemake calls this whenever it plans a run (a dry run, ``--report``, each SLURM job's
-        own Snakemake): build the captions from text, and leave matplotlib and torch to the
-        figures module (the built-ins keep their captions in a ``captions`` module)."""
+        """The figures this experiment draws for a grid and options, captions naming both
+        (``captions.figures``: text only, since Snakemake calls this whenever it plans a run)."""
+        return self.part("captions").figures(grid, options)
 
     def draw(self, function: str, params: dict[str, Any], summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
-        """A figure from the reduced data (a :class:`FigureSpec`'s ``draw`` and ``params``): by default
+        """A figure from the reduced data (a :class:`FigureSpec`'s ``draw`` and ``params``):
         ``function(summary, boundary, **params)`` of the package's ``figures`` module."""
-        module = importlib.import_module(f"{type(self).__module__}.figures")
+        module = self.part("figures")
         draw = getattr(module, function, None)
         if draw is None:
             raise KeyError(f"{self.name} draws no figure {function!r}: {module.__name__} has no such function")

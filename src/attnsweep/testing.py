@@ -33,6 +33,15 @@ from attnsweep.run.job import run_job
 from attnsweep.stores.io import open_store
 from attnsweep.stores.layout import root_attrs
 
+#: The modules of an experiment's package the contract's methods call: module -> (one of the
+#: methods, the functions they call).
+PARTS = {
+    "simulate": ("simulate", "simulate"),
+    "reduction": ("reduce", "reduce", "boundary"),
+    "captions": ("figures", "figures"),
+    "resources": ("job_seconds", "seconds", "memory_bytes"),
+}
+
 
 class ExperimentContract:
     """The checks; a subclass sets :attr:`name` and :attr:`section`."""
@@ -64,6 +73,17 @@ class ExperimentContract:
         for target in exp.targets:
             assert target.crossing is None or target.crossing in names, f"{target}: crossing is no axis"
             assert set(target.curves) <= set(names), f"{target}: curves are not axes"
+
+    def test_the_package_holds_each_part(self) -> None:
+        """Every method the class does not override finds its module in the experiment's package,
+        holding the function it calls (attnsweep.contract)."""
+        exp = self.experiment
+        for part, (method, *functions) in PARTS.items():
+            if getattr(type(exp), method) is not getattr(Experiment, method):
+                continue  # the class does it itself
+            module = exp.part(part)
+            for function in functions:
+                assert callable(getattr(module, function, None)), f"{module.__name__} has no function {function}"
 
     def test_defaults_make_a_plan_with_finite_estimates(self) -> None:
         """Every axis default inside its domain; the defaults alone plan, and each job's time

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsweep.contract import FigureSpec
 from attnsweep.experiments.causal_clustering.cases import VALUES
 from attnsweep.grid import format_value, format_values
 
@@ -135,3 +136,15 @@ def caption_centres(grid: dict[str, list[float]], options: dict[str, Any]) -> st
         f"= {delta:.3g} rad. {_first(grid, 'n')}, {_first(grid, 'd')}, {_first(grid, 'beta')}, "
         f"{_value(options)}. {_setting(options)}."
     )
+
+
+def figures(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+    specs = [FigureSpec("captured", caption_captured(grid, options)),
+             FigureSpec("clusters", caption_clusters(grid, options)),
+             FigureSpec("boundary", caption_boundary(grid, options))]
+    if len(grid["beta"]) > 1:
+        specs.append(FigureSpec("scaling", caption_scaling(grid, options)))
+    if options["snapshot_times"]:
+        specs += [FigureSpec("final_positions", caption_final_positions(grid, options)),
+                  FigureSpec("centres", caption_centres(grid, options))]
+    return specs

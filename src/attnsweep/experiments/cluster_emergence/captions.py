@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnsweep.contract import FigureSpec
+from attnsweep.experiments.cluster_emergence import reads_checkpoint
 from attnsweep.experiments.cluster_emergence.cases import QUERY_KEYS, VALUES
 from attnsweep.experiments.cluster_emergence.good_triples import PAPER_SCORES
 from attnsweep.grid import format_value, format_values
@@ -128,3 +130,16 @@ def caption_value_spectra(grid: dict[str, list[float]], options: dict[str, Any])
         f"the paper's numbers for ALBERT-xlarge-v2 ({paper}) beside the measured ones. Biases and layer norms are "
         "left out (docs/papers/004.md §7)."
     )
+
+
+def figures(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+    specs = [FigureSpec("rank", caption_rank(grid, options)),
+             FigureSpec("coordinates", caption_coordinates(grid, options)),
+             FigureSpec("boundary", caption_boundary(grid, options))]
+    if options["snapshot_times"]:
+        specs += [FigureSpec("attention", caption_attention(grid, options)),
+                  FigureSpec("leaders", caption_leaders(grid, options)),
+                  FigureSpec("snapshots", caption_snapshots(grid, options))]
+    if reads_checkpoint(options):
+        specs.append(FigureSpec("value_spectra", caption_value_spectra(grid, options)))
+    return specs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnsweep.contract import FigureSpec
 from attnsweep.grid import format_value, format_values
 
 
@@ -41,3 +42,21 @@ def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: boo
         "colour: the same boundary on the finite-n simplex (exact for d >= n; below, the formula "
         "continued in d). Dotted: 1, the limit of Theorem 2.1 as n grows."
     )
+
+
+def figures(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+    specs, with_eta = [], options["eta_method"] != "none"
+    for n in grid["n"]:
+        tag = f"n~{format_value(n)}"
+        specs.append(FigureSpec(f"lambda_{tag}", caption_lambda(int(n), grid), "heatmaps",
+                                {"observable": "lambda", "n": int(n)}))
+        if with_eta:
+            specs.append(FigureSpec(f"eta_{tag}", caption_eta(int(n), grid, options), "heatmaps",
+                                    {"observable": "eta", "n": int(n)}))
+    observables = {} if with_eta else {"observables": ["lambda"]}
+    specs.append(FigureSpec("finite_size", caption_finite_size(grid, "d", with_eta), "finite_size",
+                            observables))
+    if len(grid["n"]) > 1:
+        specs.append(FigureSpec("finite_size_n", caption_finite_size(grid, "n", with_eta), "finite_size",
+                                {"across": "n", **observables}))
+    return specs

@@ -46,3 +46,7 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
                                           "reference fit at infinite width, docs/papers/002.md §6) and against m "
                                           "per K."))
     return out
+
+
+def figures(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+    return specs(grid, options)

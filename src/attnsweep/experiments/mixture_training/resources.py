@@ -14,6 +14,9 @@ from attnsweep.experiments.mixture_training import images
 from attnsweep.jobspec import JobSpec
 from attnsweep.plan import cost
 
+#: The scalar series recorded per system and record (simulate writes them, the memory estimate counts them).
+SERIES = ("loss_pop", "loss_easy", "loss_hard", "acc_easy", "acc_hard", "margin_easy", "margin_hard", "gamma",
+          "sym_score", "sym_align")
 
 def recorded_steps(steps: int, every: int) -> np.ndarray:
     """0, every, 2 every, ..., and the last step."""
@@ -55,13 +58,12 @@ def step_flops(options: dict[str, Any], K: int, L: int, m: float, engine: str) -
     return 3 * (forward + width)
 
 
-def memory_bytes(job: JobSpec, series: int) -> int:
+def memory_bytes(job: JobSpec) -> int:
     """The forward and backward of one batch, the recorded arrays (float64, three times: the
     batch's, the job's, and the job's encoded for the one-file store), and 400 MiB for the
     process itself (imports, the store write). Measured with the earlier directory store:
     268 MiB for a tiny job, 376 MiB for 16 systems with 1001 records at K = 4 (estimate then
-    442), 909 MiB for the paper's K = 8 job (64 systems, 1001 records; estimate then 1143).
-    ``series``: the scalar series recorded per system and record."""
+    442), 909 MiB for the paper's K = 8 job (64 systems, 1001 records; estimate then 1143)."""
     grid, opts = job.grid, job.options
     size = job.itemsize
     K, L = int(max(grid["K"])), int(max(grid["L"]))
@@ -73,7 +75,7 @@ def memory_bytes(job: JobSpec, series: int) -> int:
     if opts["data"] == "minibatch":
         per_system += opts["steps"] * opts["batch"]
     records = len(recorded_steps(opts["steps"], opts["record_every"]))
-    per_record = series + 4 + (L - 1) + 4 * K + 8 * K * K  # SHAPES: s_same, s_cross, opposing, align, score
+    per_record = len(SERIES) + 4 + (L - 1) + 4 * K + 8 * K * K  # SHAPES: s_same, s_cross, opposing, align, score
     maps = (len(opts["map_steps"]) + 1) * 2 * 2 ** (L - 1) * L * L
     points = math.prod(len(grid[a]) for a in ("K", "L", "m")) * len(opts["engines"])
     stored = 3 * 8 * points * systems * (records * per_record + maps)

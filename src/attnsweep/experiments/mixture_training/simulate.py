@@ -22,14 +22,13 @@ from tqdm import tqdm
 from attnsweep.contract import JobSpec
 from attnsweep.experiments.mixture_training import (
     MODES,
-    SERIES,
     data,
     engines,
     images,
     model,
     theory,
 )
-from attnsweep.experiments.mixture_training.resources import recorded_steps, three_stage_steps
+from attnsweep.experiments.mixture_training.resources import SERIES, recorded_steps, three_stage_steps
 from attnsweep.grid import Axis
 from attnsweep.run import rng
 from attnsweep.stores.labels import label

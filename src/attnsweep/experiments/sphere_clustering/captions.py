@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnsweep.contract import FigureSpec
 from attnsweep.dynamics.ensembles import ENSEMBLES
 from attnsweep.grid import format_value, format_values
 
@@ -61,3 +62,18 @@ def caption_snapshots(grid: dict[str, list[float]], options: dict[str, Any]) -> 
         f"Figure 4 of paper 001 (snapshots): the tokens of one realisation (seed 0) at t = {times}, "
         f"first two coordinates, one row per temperature. {_setting(grid, options)}."
     )
+
+
+def figures(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureSpec]:
+    specs = []
+    for n in grid["n"]:
+        tag = f"n~{format_value(n)}"
+        specs.append(FigureSpec(f"phase_{tag}", caption_phase(int(n), grid, options), "phase",
+                                {"n": int(n)}))
+        if "clusters" in options["observables"]:
+            specs.append(FigureSpec(f"clusters_{tag}", caption_clusters(int(n), grid, options),
+                                    "clusters", {"n": int(n)}))
+    specs.append(FigureSpec("boundary", caption_boundary(grid, options)))
+    if options["snapshot_times"]:
+        specs.append(FigureSpec("snapshots", caption_snapshots(grid, options)))
+    return specs
