@@ -340,9 +340,9 @@ def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, 
     sweep = open_store(sweep_path, chunks={})  # the experiment loads the variables it needs
     summary = open_store(summary_path).load()
     experiment = registry.get(sweep.attrs["experiment"])
-    table, bnd = experiment.boundary(sweep, summary)
-    bnd.attrs.update(provenance(step="boundary"))
-    write_aggregate(bnd, out)
+    table, found = experiment.boundary(sweep, summary)
+    found.attrs.update(provenance(step="boundary"))
+    write_aggregate(found, out)
     Path(csv).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(csv).with_name(f".{Path(csv).name}.tmp")
     table.to_csv(tmp, index=False, float_format="%.6g")
@@ -355,9 +355,9 @@ def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str
     (a :class:`~attnsweep.contract.FigureSpec`'s)."""
     require_sound(summary_path, boundary_path)
     summary = open_store(summary_path).load()
-    bnd = open_store(boundary_path).load()
+    found = open_store(boundary_path).load()
     experiment = registry.get(summary.attrs["experiment"])
-    fig = experiment.draw(draw, params, summary, bnd)
+    fig = experiment.draw(draw, params, summary, found)
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)

@@ -61,12 +61,12 @@ def decide(plan: Plan, refine: RefineSettings, simulated: xr.DataArray, boundary
     """
     axes = [*plan.experiment.axis_names, SEED]
     mask = simulated.transpose(*axes).values.astype(bool)
-    coords = {axis: [_value(v) for v in simulated[axis].values] for axis in axes}
-    have = _PointSet(axes, coords, mask)
+    coords = {axis: [_plain(v) for v in simulated[axis].values] for axis in axes}
+    pairs = _PointSet(axes, coords, mask)
     proposals: list[Proposal] = []
     assessment: list[dict[str, Any]] = []
     for target in refine.targets:
-        for prop in _target(plan, refine, target, have, boundary):
+        for prop in _boundary_proposals(plan, refine, target, pairs, boundary):
             assessment.append(prop.decision)
             if prop.points:
                 proposals.append(prop)
@@ -100,7 +100,8 @@ def decide(plan: Plan, refine: RefineSettings, simulated: xr.DataArray, boundary
     return [], assessment, "every boundary is precise"
 
 
-def _value(v: Any) -> float | int:
+def _plain(v: Any) -> float | int:
+    """A coordinate value as a plain Python int or float (hashable, as the proposals hold them)."""
     return int(v) if isinstance(v, (np.integer, int)) else float(v)
 
 
@@ -127,28 +128,29 @@ class _PointSet:
         return [self.coords[axis][i] for i in np.flatnonzero(held)]
 
 
-def _target(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, bnd: xr.Dataset) -> list[Proposal]:
+def _boundary_proposals(plan: Plan, refine: RefineSettings, target: Target, pairs: _PointSet,
+                        boundary: xr.Dataset) -> list[Proposal]:
     """The decision of every row of one boundary."""
-    est_da = bnd[target.variable]
+    est_da = boundary[target.variable]
     dims = list(est_da.dims)
     est = est_da.values
-    low = bnd[f"{target.variable}_low"].transpose(*dims).values
-    high = bnd[f"{target.variable}_high"].transpose(*dims).values
-    rows_coords = {dim: [_value(v) for v in bnd[dim].values] for dim in dims}
+    low = boundary[f"{target.variable}_low"].transpose(*dims).values
+    high = boundary[f"{target.variable}_high"].transpose(*dims).values
+    rows_coords = {dim: [_plain(v) for v in boundary[dim].values] for dim in dims}
     out = []
     exists = {}
     for at in np.ndindex(est.shape):
         row = {dim: rows_coords[dim][i] for dim, i in zip(dims, at)}
         grid_row = {k: v for k, v in row.items() if k in plan.experiment.axis_names}
-        present = have.values(grid_row, target.crossing) if target.crossing else (
-            [0] if have.seeds(grid_row) else [])
+        present = pairs.values(grid_row, target.crossing) if target.crossing else (
+            [0] if pairs.seeds(grid_row) else [])
         exists[at] = bool(present)
         if not present:
             continue
-        out.append(_row(plan, refine, target, have, row, grid_row, present, est[at], low[at], high[at]))
+        out.append(_row_proposal(plan, refine, target, pairs, row, grid_row, present, est[at], low[at], high[at]))
     for axis in refine.curve:
         if axis in target.curves:
-            out += _curve(plan, refine, target, have, dims, rows_coords, est, (high - low) / 2, exists, axis)
+            out += _curve(plan, refine, target, pairs, dims, rows_coords, est, (high - low) / 2, exists, axis)
     return out
 
 
@@ -156,20 +158,21 @@ def _row_text(row: dict[str, float]) -> str:
     return " ".join(f"{k}={format_value(v)}" for k, v in row.items())
 
 
-def _number(x: float) -> float | str:
+def _six_digits(x: float) -> float | str:
+    """A number of the round's record, to 6 significant digits; "" where it is not finite."""
     return float(f"{x:.6g}") if np.isfinite(x) else ""
 
 
-def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, row: dict, grid_row: dict,
+def _row_proposal(plan: Plan, refine: RefineSettings, target: Target, pairs: _PointSet, row: dict, grid_row: dict,
          present: list[float], est: float, low: float, high: float) -> Proposal:
     """locate, seeds or nothing for one row (see the module docstring)."""
-    decision = {"boundary": target.variable, "row": _row_text(row), "estimate": _number(est), "low": _number(low),
-                "high": _number(high), "wanted": "", "added": "", "new_points": 0}
+    decision = {"boundary": target.variable, "row": _row_text(row), "estimate": _six_digits(est),
+                "low": _six_digits(low), "high": _six_digits(high), "wanted": "", "added": "", "new_points": 0}
     if not np.isfinite(est):
         return Proposal(set(), 0.0, {**decision, "action": "no crossing", "reason": "no crossing on the row's grid"})
     wanted = refine.wanted(est)
     half = (high - low) / 2 if np.isfinite(low) and np.isfinite(high) else math.inf
-    decision["wanted"] = _number(wanted)
+    decision["wanted"] = _six_digits(wanted)
     if target.crossing:
         below = [v for v in present if v < est]
         a, b = (below[-1] if below else est), min(v for v in present if v >= est)
@@ -177,18 +180,18 @@ def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, ro
     else:
         a = b = None
         bracket = 0.0
-    text = f"half-width {_number(half)} vs {_number(wanted)}"
+    text = f"half-width {_six_digits(half)} vs {_six_digits(wanted)}"
     if target.crossing:
         text += f", bracket [{format_value(a)}, {format_value(b)}]"
     urgency = half / wanted if wanted > 0 else math.inf
     at = ([{**grid_row, target.crossing: v} for v in _span(present, a, b, low, high)] if target.crossing
           else [grid_row])
-    count = max(len(have.seeds(p)) for p in at)
+    count = max(len(pairs.seeds(p)) for p in at)
     decision["seeds"] = count
     if half <= wanted and bracket <= wanted:
         return Proposal(set(), 0.0, {**decision, "action": "precise", "reason": text})
     points: set[tuple] = set()
-    more = any(_more_seeds(have, p, refine) for p in at)
+    more = any(_more_seeds(pairs, p, refine) for p in at)
     action = "seeds"
     if target.crossing and bracket > wanted and half <= bracket:
         action = "locate"
@@ -201,14 +204,14 @@ def _row(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, ro
             return Proposal(set(), 0.0, {**decision, "action": "max_seeds", "reason": text + ", max_seeds reached"})
         axis = plan.experiment.axis(target.crossing)
         ends = ({**grid_row, target.crossing: v} for v in (a, b))
-        seeds = sorted(set.intersection(*(set(have.seeds(end)) for end in ends)))
+        seeds = sorted(set.intersection(*(set(pairs.seeds(end)) for end in ends)))
         new = _inside(a, b, refine.points, axis.kind == "int")
         points = {_point(plan, {**grid_row, target.crossing: v}, s) for v in new for s in seeds}
         added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
     else:
         goal = min(2 * count, refine.max_seeds)
         for p in at:
-            held = set(have.seeds(p))
+            held = set(pairs.seeds(p))
             extra = [s for s in range(goal + max(held, default=0) + 1) if s not in held][: goal - len(held)]
             points |= {_point(plan, p, s) for s in extra}
         where = (f"{target.crossing} {', '.join(format_value(p[target.crossing]) for p in at)}" if target.crossing
@@ -229,8 +232,8 @@ def _span(present: list[float], a: float, b: float, low: float, high: float) -> 
     return [v for v in present if min(start, a) <= v <= max(stop, b)]
 
 
-def _more_seeds(have: _PointSet, point: dict, refine: RefineSettings) -> bool:
-    return len(have.seeds(point)) < refine.max_seeds
+def _more_seeds(pairs: _PointSet, point: dict, refine: RefineSettings) -> bool:
+    return len(pairs.seeds(point)) < refine.max_seeds
 
 
 def _inside(a: float, b: float, points: int, integer: bool) -> list[float]:
@@ -245,7 +248,7 @@ def _point(plan: Plan, point: dict[str, float], seed: int) -> tuple:
     return (*(point[a] for a in plan.experiment.axis_names), seed)
 
 
-def _curve(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, dims: list[str],
+def _curve(plan: Plan, refine: RefineSettings, target: Target, pairs: _PointSet, dims: list[str],
            rows_coords: dict[str, list], est: np.ndarray, half: np.ndarray, exists: dict[tuple, bool],
            axis: str) -> list[Proposal]:
     """Rows halfway between neighbours along ``axis`` whose estimates differ by more than the
@@ -274,10 +277,10 @@ def _curve(plan: Plan, refine: RefineSettings, target: Target, have: _PointSet, 
                       for c in crossing for s in plan.seeds}
             out.append(Proposal(points, abs(e2 - e1) / wanted, {
                 "boundary": target.variable, "row": _row_text(row), "action": "curve",
-                "reason": f"neighbours differ by {_number(abs(e2 - e1))} > {_number(wanted)} and > their "
-                          f"half-widths together {_number(noise)}",
+                "reason": f"neighbours differ by {_six_digits(abs(e2 - e1))} > {_six_digits(wanted)} and > their "
+                          f"half-widths together {_six_digits(noise)}",
                 "added": f"{axis} {format_value(new[0])}", "new_points": len(points),
-                "estimate": "", "low": "", "high": "", "wanted": _number(wanted)}))
+                "estimate": "", "low": "", "high": "", "wanted": _six_digits(wanted)}))
     return out
 
 

@@ -48,7 +48,7 @@ class CausalClustering(Experiment):
     options_schema = options_file(__file__)
     # One job per (n, d): betas, seeds, value matrices and masks batched in it.
     default_wildcards = ("n", "d")
-    version = 2  # 2: chunks side by side on CPU threads, numpy products, the fused SA kernel
+    version = 2
     # The median collapse time is located along the output time (more seeds narrow it), a curve
     # of beta (Fig. 3, the boundary figure). Rows also run over the value matrix and the mask.
     targets = (Target("t_collapse", crossing=None, curves=("beta",)),)

@@ -43,7 +43,7 @@ class ClusterEmergence(Experiment):
     # One job per (n, d): the systems of a tensor batch share n and d; seeds and scales (which
     # share their draws) are batched in it.
     default_wildcards = ("n", "d")
-    version = 3  # 2: query_snapshot and key_snapshot (Fig. 4); 3: chunks side by side on CPU threads
+    version = 3
     # t* is located along the output time (more seeds narrow it); a curve of the box half-width a,
     # the axis the dynamics is not invariant in (Remark 3.3).
     targets = (Target("t_star", crossing=None, curves=("scale",)),)

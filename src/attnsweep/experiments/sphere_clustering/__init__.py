@@ -42,7 +42,7 @@ class SphereClustering(Experiment):
     )
     options_schema = options_file(__file__)
     default_wildcards = ("n", "d")
-    version = 2  # 2: chunks on CPU threads, numpy products, the fused SA kernel, the span of the tokens
+    version = 2
     # t* is located along the output time (more seeds narrow it); a curve of the temperature
     # beta_eff = beta + gamma log n, drawn against beta (or gamma where only gamma is swept).
     targets = (Target("t_star", crossing=None, curves=("beta", "gamma")),)
