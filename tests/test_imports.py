@@ -99,6 +99,43 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
+#: What each part of the package may import (docs/development.md draws it): the vocabulary at the
+#: bottom, the stages in the order a sweep's data flows, the commands on top. A module is its
+#: stage package's (``attnsweep.plan.config`` -> ``plan``) or, at the top level, its own.
+MAY_IMPORT = {
+    "errors": set(),
+    "grid": {"errors"},
+    "jobspec": {"grid"},
+    "project_files": {"errors"},
+    "contract": {"grid", "jobspec"},
+    "registry": {"contract", "errors"},
+    "dynamics": {"errors"},
+    "stores": {"attnsweep", "grid", "jobspec"},
+    "plan": {"contract", "errors", "grid", "jobspec", "project_files", "registry", "stores"},
+    "reduce": {"errors", "registry", "stores"},
+    "run": {"dynamics", "errors", "grid", "jobspec", "reduce", "registry", "stores"},
+    "refine": {"contract", "errors", "grid", "plan", "run", "stores"},
+    "experiments": {"contract", "dynamics", "errors", "grid", "jobspec", "plan", "reduce", "run", "stores"},
+    "status": {"errors", "grid", "jobspec", "plan", "stores"},
+    "scaffold": {"errors", "project_files"},
+    "testing": {"contract", "grid", "plan", "reduce", "registry", "run", "stores"},
+    "cli": {"errors", "plan", "project_files", "reduce", "refine", "registry", "run", "scaffold", "status", "stores"},
+}
+
+
+def part(module: str) -> str:
+    """The part of the package a module belongs to (see MAY_IMPORT)."""
+    return module.split(".")[1] if "." in module else module
+
+
+def test_each_part_imports_only_what_it_may():
+    parts = {part(m) for m in import_graph(PACKAGE)} - {"attnsweep"}
+    assert parts == set(MAY_IMPORT), f"parts without a rule, or rules without a part: {parts ^ set(MAY_IMPORT)}"
+    crossing = sorted((a, b) for a, targets in import_graph(PACKAGE).items() for b in targets
+                      if part(a) != part(b) and part(b) not in MAY_IMPORT.get(part(a), set()))
+    assert not crossing, "imports across the layers: " + "; ".join(f"{a} -> {b}" for a, b in crossing)
+
+
 def test_no_import_cycle():
     found = cycles(import_graph(PACKAGE))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
