@@ -6,7 +6,7 @@ installation through ``gpu_check.sh``.
 Sections, each in its own time budget (``BUDGET_S``, all within ``--limit-s``); a section that
 fails or runs out of time is recorded with its error and the others still run:
 
-1. ``tests``: ``pytest tests/test_cuda.py`` in a subprocess (CPU against CUDA, every engine);
+1. ``tests``: ``pytest tests/dynamics/test_cuda.py`` in a subprocess (CPU against CUDA, every engine);
    the counts and the failed tests.
 2. ``ceilings``: the device's memory bandwidth (a 2 GiB device-to-device copy, bytes read plus
    written per second) and matmul rate (``torch.mm`` of 8192 x 8192 matrices in float32, TF32 off
@@ -281,8 +281,8 @@ def sync(device: torch.device) -> None:
 
 
 def cuda_tests(budget: float, device: torch.device) -> dict[str, Any]:
-    """pytest tests/test_cuda.py in a subprocess: counts, failed tests, the output's tail on failure."""
-    command = [sys.executable, "-m", "pytest", "tests/test_cuda.py", "-q", "-rfE", "-p", "no:cacheprovider"]
+    """pytest tests/dynamics/test_cuda.py in a subprocess: counts, failed tests, the output's tail on failure."""
+    command = [sys.executable, "-m", "pytest", "tests/dynamics/test_cuda.py", "-q", "-rfE", "-p", "no:cacheprovider"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=max(1.0, budget - 2))
     text = done.stdout + done.stderr
     last = text.strip().splitlines()[-1] if text.strip() else "no output"
@@ -581,7 +581,7 @@ def main() -> None:
     if args.dry:
         torch.set_num_threads(1)
     report = Report(args.out, args.limit_s, device_meta(device, args.dry))
-    report.run("tests", "pytest tests/test_cuda.py", BUDGET_S["tests"], lambda b: cuda_tests(b, device))
+    report.run("tests", "pytest tests/dynamics/test_cuda.py", BUDGET_S["tests"], lambda b: cuda_tests(b, device))
     ceiling = report.run("ceilings", str(device), BUDGET_S["ceilings"], lambda b: ceilings(device, args.dry))
     ceiling = ceiling if ceiling["status"] == "ok" else None
     target = TOY_TARGET_S if args.dry else args.target_s

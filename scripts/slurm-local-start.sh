@@ -5,7 +5,7 @@
 # No accounting (starts in ~0.5 s): run snakemake with `--slurm-status-command squeue`; that works
 # because MinJobAge >= 3 * --slurm-init-seconds-before-status-checks (sacct is unavailable).
 # MinJobAge=3600: slurmctld keeps a finished job an hour, so a test that reads the job history
-# at its end (tests/test_slurm.py) still finds it when a busy machine slows the module past 300 s.
+# at its end (tests/workflow/test_slurm.py) still finds it when a busy machine slows the module past 300 s.
 # The config is symlinked at /etc/slurm/slurm.conf (and gres.conf): the slurm jobstep plugin drops
 # SLURM_CONF inside jobs, so only the compiled-in path works. A real file there is kept as
 # *.pre-local-slurm and put back by the stop script. Running it again while up does nothing.

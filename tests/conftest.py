@@ -8,34 +8,14 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import processes
 import pytest
-import yaml
-
-CONFIGS = Path(__file__).resolve().parent / "tiny_configs"
+from helpers import processes
+from helpers.project import refine_command, tiny
 
 #: Tests that skip under CI (the environment variable CI set, as `.ci/run` runs): (nodeid, reason).
 SKIPPED: list[tuple[str, str]] = []
-#: Processes the tests started and left running (tests/processes.py), found at the end of the session.
+#: Processes the tests started and left running (tests/helpers/processes.py), found at the end of the session.
 LEFTOVERS: list[str] = []
-
-
-def doc_files(document: str, section: str) -> dict[str, str]:
-    """The fenced code blocks of ``section`` (its ``## `` heading line) of ``document`` (a path
-    relative to the repository root, e.g. ``docs/extending.md``) whose first line is ``# PATH``:
-    PATH -> the rest of the block. Tests that follow a documented recipe build their files from
-    these, so the recipe cannot drift from what is tested."""
-    import re
-
-    text = (Path(__file__).resolve().parents[1] / document).read_text()
-    start = text.index(f"\n{section}\n")
-    body = text[start:text.find("\n## ", start + 1)]
-    return {m["path"]: m["body"] for m in re.finditer(r"```\w+\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", body, re.S)}
-
-
-def tiny(experiment: str) -> dict:
-    """The tiny config of an experiment (test_slurm runs the same on SLURM)."""
-    return yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())
 
 
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
@@ -63,7 +43,7 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``tiny_run(experiment)``: the directory of one uninterrupted Snakemake run of the tiny
     config, figures included, made on first use and shared read-only by every test after it."""
-    from workflow_runs import prepare, run_ok
+    from helpers.workflow_runs import prepare, run_ok
 
     def run(experiment: str) -> Path:
         make = lambda workdir: run_ok(prepare(workdir, tiny(experiment)), name="reference")
@@ -81,16 +61,6 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def refine_command(workdir: Path, *args: str) -> list[str]:
-    """``attnsweep refine`` of the tiny refinement config (copied into ``workdir``), run there."""
-    import shutil
-    import sys
-
-    shutil.copy(CONFIGS / "refine.yaml", workdir / "config.yaml")
-    snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
-    return [sys.executable, "-m", "attnsweep.cli", "refine", "config.yaml", "-s", str(snakefile), *args]
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +107,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Adopt orphaned descendants (tests/processes.py), so that the session's end sees them all.
+    """Adopt orphaned descendants (tests/helpers/processes.py), so that the session's end sees them all.
 
     Give the tests' processes SIGINT as a terminal's user has it: a runner that started pytest with
     SIGINT ignored (a script's background job, ``pytest ... &``) passes the ignore on through every
@@ -161,7 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """End every process the test's body started (tests/processes.py), whether it passed or failed."""
+    """End every process the test's body started (tests/helpers/processes.py), whether it passed or failed."""
     first = len(processes.STARTED)
     try:
         return (yield)

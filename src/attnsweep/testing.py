@@ -1,5 +1,5 @@
 """The contract an experiment keeps, as a test class any experiment can run: the built-in ones
-(``tests/test_contract.py``) and one a user adds in a package of their own.
+(``tests/package/test_contract.py``) and one a user adds in a package of their own.
 
 Subclass :class:`ExperimentContract` in a test module, name the experiment and give a tiny
 config section (a job or two of a few seconds); pytest runs every check::
