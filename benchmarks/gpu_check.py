@@ -507,13 +507,14 @@ class Report:
 
     def __init__(self, out: Path, limit_s: float, meta: dict[str, Any]):
         self.out, self.limit_s = out, limit_s
+        self.start = time.perf_counter()  # the limit counts from here (the command's start, in main)
         self.data: dict[str, Any] = {"meta": meta, "sections": {}}
         out.mkdir(parents=True, exist_ok=True)
 
     def run(self, section: str, item: str, budget: float, fn: Callable[[float], dict[str, Any]]) -> dict[str, Any]:
         """``fn(budget)`` under ``budget`` seconds (less where the command's limit leaves less):
         its entry with ``status`` ok unless it says otherwise, or the error that stopped it."""
-        budget = min(budget, self.limit_s - (time.perf_counter() - START))
+        budget = min(budget, self.limit_s - (time.perf_counter() - self.start))
         entry: dict[str, Any] = {"budget_s": round(budget, 1)}
         if budget < 5:
             entry.update(status="skipped", summary=f"not run: under 5 s left of --limit-s {self.limit_s:g}")
