@@ -36,7 +36,9 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +68,8 @@ PORTS = (6817, 6818)  # the start script's defaults
 # minutes is over three times the slowest, reached only by a hang.
 HANG_S = 1800.0
 DAEMONS = ("slurmctld", "slurmd", "munged")
+#: Job processes that SLURM no longer counts as part of their job; the stop script must end them.
+STRAYS: list[psutil.Process] = []
 # Dataset attrs that describe where and how long a job ran, not what it computed.
 PROVENANCE = re.compile(r"hostname|git_commit|wall_time|rss|elapsed")
 SLURM_ARGS = [
@@ -143,6 +147,10 @@ def cluster(tmp_path_factory):
             time.sleep(0.2)
         left = {name: pid for name, pid in pids.items() if running(pid, name)}
         assert not left, f"daemons still running after slurm-local-stop.sh: {left}"
+        # The stop script also ends the job processes SLURM lost (test_a_job_process_slurm_loses_...);
+        # it waits for them (TERM, then KILL after 10 s) before it returns.
+        lost = [p.pid for p in STRAYS if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not lost, f"job processes still running after slurm-local-stop.sh: {lost}"
         assert not Path("/etc/slurm/slurm.conf").is_symlink(), "/etc/slurm/slurm.conf not restored"
 
 
@@ -407,3 +415,41 @@ def test_slurm_refinement_equals_local(sweeps: dict, tiny_refine: Path) -> None:
     assert any(job["Comment"].startswith("rule_simulate") for job in sweeps["jobs"][("refine", "critical_scaling")])
     for store in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
         assert_same_store(slurm / store, local / store)
+
+
+def ignores_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has SIGTERM ignored (/proc/PID/status: SigIgn, a mask of signal - 1)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    return bool(mask >> (signal.SIGTERM - 1) & 1)
+
+
+def test_a_job_process_slurm_loses_is_left_to_the_stop_script(cluster: Path, tmp_path: Path) -> None:
+    """The cluster tracks a job's processes by their parent links (proctrack/linuxproc): when a
+    cancelled job's shell exits first, a process that outlives SIGTERM (here one that ignores it;
+    in a sweep, a Snakemake still shutting down) is reparented, the job is reported ended at once,
+    and the process runs on. scripts/slurm-local-stop.sh ends such processes: the cluster
+    fixture checks, after the stop, that this one is gone."""
+    marker = tmp_path / "stray"
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    wrap = shlex.join([sys.executable, "-S", "-c", code, str(marker)])
+    submitted = subprocess.run(["sbatch", "--parsable", "-o", str(tmp_path / "slurm.out"), "--wrap", wrap],
+                               cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=30, check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + HANG_S  # a hang guard: the job starts on an idle CPU in about a second
+    stray = None
+    while stray is None and time.monotonic() < deadline:  # until it runs and ignores SIGTERM
+        found = [p for p in psutil.process_iter(["cmdline"]) if str(marker) in (p.info["cmdline"] or [])]
+        stray = next((p for p in found if ignores_sigterm(p.pid)), None)
+        time.sleep(0.1)
+    assert stray is not None, f"job {job} never started its process"
+    STRAYS.append(stray)
+    subprocess.run(["scancel", job], check=True, timeout=30)
+    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True, timeout=30).stdout.strip():
+        assert time.monotonic() < deadline, f"job {job} still active after scancel"
+        time.sleep(0.1)
+    # SLURM has ended the job (squeue no longer lists it) and nothing will signal the process again.
+    assert stray.is_running() and stray.status() != psutil.STATUS_ZOMBIE
