@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stop the cluster of scripts/slurm-local-start.sh: cancel its jobs, kill slurmd, slurmctld and
 # (if the start script started it) munged by the PIDs in their pidfiles, each checked against
-# /proc/PID/comm first (a reused PID is never killed; a zombie counts as stopped), and put back
-# /etc/slurm/{slurm,gres}.conf. Safe to run when nothing is up.
+# /proc/PID/comm first (a reused PID is never killed; a zombie counts as stopped), end the
+# processes of its jobs that SLURM lost (below), and put back /etc/slurm/{slurm,gres}.conf. Safe
+# to run when nothing is up.
 #   usage: scripts/slurm-local-stop.sh [STATE_DIR]
 # Environment knobs:
 #   LOCAL_SLURM_DIR     state dir; default /tmp/attnsweep-slurm (as the start script)
@@ -31,6 +32,29 @@ fi
 stop slurmd "$D/run/slurmd.pid"
 stop slurmctld "$D/run/slurmctld.pid"
 stop munged "$D/run/munged.pid"
+
+# Processes of this cluster's jobs that SLURM lost. proctrack/linuxproc (the start script's) finds a
+# job's processes by their parent links: when a cancelled job's shell exits first, a process that
+# outlives SIGTERM (a job that ignores it, a Snakemake shutting down) is reparented and no longer
+# part of the job, which is reported done at once, and it runs on (tests/workflow/test_slurm.py makes one).
+# (proctrack/pgid would find it, but the tests' pytest, a child subreaper, reaps orphans only at
+# its end, and their zombies keep a finished job's process group alive: slurmd then drains the
+# node, "Kill task failed".) Every job process carries its cluster in SLURM_WORKING_CLUSTER: TERM
+# them, KILL what is left after 10 s, as the daemons above.
+port=$(sed -n 's/^SlurmctldPort=//p' "$D/etc/slurm.conf" 2>/dev/null || true)
+strays() {  # pids of the processes whose environment names this cluster, besides this script's own
+  [ -n "$port" ] || return 0
+  grep -lzx "SLURM_WORKING_CLUSTER=localcluster:127\.0\.0\.1:$port:.*" /proc/[0-9]*/environ 2>/dev/null \
+    | sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p' | grep -vx -e "$$" -e "$PPID" || true
+}
+left=$(strays)
+if [ -n "$left" ]; then
+  echo "slurm-local-stop: ending processes of its jobs that SLURM lost:" $left >&2
+  kill -TERM $left 2>/dev/null || true
+  end=$((SECONDS + 10))
+  while [ -n "$left" ] && [ $SECONDS -lt $end ]; do sleep 0.1; left=$(strays); done
+  if [ -n "$left" ]; then kill -KILL $left 2>/dev/null || true; fi
+fi
 for f in slurm.conf gres.conf; do
   if [ -L "/etc/slurm/$f" ] && [ "$(readlink "/etc/slurm/$f")" = "$D/etc/$f" ]; then rm -f "/etc/slurm/$f"; fi
   if [ -e "/etc/slurm/$f.pre-local-slurm" ] && [ ! -e "/etc/slurm/$f" ]; then

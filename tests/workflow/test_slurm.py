@@ -11,7 +11,17 @@ whole list (mem_mb and runtime with it). To keep the module short, its SLURM swe
 with a cancelled job run at once; the local reference of each is the tiny run the other suites
 share (conftest.tiny_run). Each experiment's tiny config is tests/tiny_configs/<experiment>.yaml.
 
-SLURM sweeps run for two experiments, not every one: the profile, the arrays, the group job and
+The cancelled job: a failed job must cost its own work and nobody else's. With SLURM arrays
+(plugin 2.8.0, jobstep 0.6.1; issue 447), every task of an array ran under a Snakemake that
+targeted the array's first job, and a cancelled later task deleted the first task's finished
+store, which then ran again: the profile keeps arrays off (profiles/README.md). The test makes
+the order that exposes this every time, not by chance: it stops one simulate job's command
+(SIGSTOP; never the first task of an array, under the opt-in `--slurm-array-jobs simulate`),
+waits until every other simulate job of the sweep has COMPLETED with its store written, and only
+then cancels the stopped job; every other store must keep its inode and mtime, and every other
+job must have run once.
+
+SLURM sweeps run for two experiments, not every one: the profile, the group job and
 the time limits are the same rules for all, and a SLURM job costs some 10-20 s of CPU (the
 plugin's jobstep runs Snakemake within Snakemake, once for each rule of a group job), a third of
 the suite's 2 cores when every experiment had a sweep. What differs between experiments on a node
@@ -26,13 +36,17 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 import xarray as xr
 from helpers import processes
@@ -54,6 +68,8 @@ PORTS = (6817, 6818)  # the start script's defaults
 # minutes is over three times the slowest, reached only by a hang.
 HANG_S = 1800.0
 DAEMONS = ("slurmctld", "slurmd", "munged")
+#: Job processes that SLURM no longer counts as part of their job; the stop script must end them.
+STRAYS: list[psutil.Process] = []
 # Dataset attrs that describe where and how long a job ran, not what it computed.
 PROVENANCE = re.compile(r"hostname|git_commit|wall_time|rss|elapsed")
 SLURM_ARGS = [
@@ -131,6 +147,10 @@ def cluster(tmp_path_factory):
             time.sleep(0.2)
         left = {name: pid for name, pid in pids.items() if running(pid, name)}
         assert not left, f"daemons still running after slurm-local-stop.sh: {left}"
+        # The stop script also ends the job processes SLURM lost (test_a_job_process_slurm_loses_...);
+        # it waits for them (TERM, then KILL after 10 s) before it returns.
+        lost = [p.pid for p in STRAYS if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not lost, f"job processes still running after slurm-local-stop.sh: {lost}"
         assert not Path("/etc/slurm/slurm.conf").is_symlink(), "/etc/slurm/slurm.conf not restored"
 
 
@@ -164,7 +184,7 @@ def finish(proc: subprocess.Popen, workdir: Path, deadline: float) -> str:
 
 
 def slurm_history(workdir: Path) -> list[dict[str, str]]:
-    """The jobs slurmctld still knows (MinJobAge=3600 s) that ran in `workdir`, one per array task."""
+    """The jobs slurmctld still knows (MinJobAge=3600 s) that ran in `workdir` (one per task of an array)."""
     out = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, timeout=30).stdout
     jobs = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.splitlines() if line.startswith("JobId=")]
     for job in jobs:  # the id the plugin and squeue use: <array job>_<task> for array tasks
@@ -172,25 +192,67 @@ def slurm_history(workdir: Path) -> list[dict[str, str]]:
     return [j for j in jobs if Path(j.get("WorkDir", "/")) == workdir]
 
 
-def cancel_one_running_simulate_job(workdir: Path, proc: subprocess.Popen, cancelled: list[str]) -> None:
-    """From outside, as an admin or a dying node would: scancel one running simulate task.
+def planned_stores(experiment: str) -> set[Path]:
+    """The run stores (relative to a run's directory) that the tiny config's simulate jobs write."""
+    plan = load_sweep(load_yaml(tiny_config(experiment))).plans[experiment]
+    return {Path("results") / experiment / "runs" / f"{job}.zarr" for job in plan.jobs()}
 
-    Not the first task of its array: with plugin 2.8.0 every task of an array runs under a
-    Snakemake step that targets the first task's job and checks its outputs at the end, so
-    cancelling the first task fails the whole array (Snakemake then retries each task; the
-    sweep still completes, but more than one job is retried)."""
-    while proc.poll() is None:
-        jobs = slurm_history(workdir)
-        first = {}
-        for job in jobs:
-            if "ArrayTaskId" in job and job["ArrayTaskId"].isdigit():
-                first[job["ArrayJobId"]] = min(first.get(job["ArrayJobId"], 1 << 30), int(job["ArrayTaskId"]))
-        for job in jobs:
-            later = job.get("ArrayTaskId", "").isdigit() and int(job["ArrayTaskId"]) > first[job["ArrayJobId"]]
-            if job["Comment"].startswith("rule_simulate") and job["JobState"] == "RUNNING" and later:
-                subprocess.run(["scancel", job["id"]], check=True, timeout=30)
-                cancelled.append(job["id"])
-                return
+
+def comment(experiment: str, store: Path) -> str:
+    """The SLURM comment the plugin gives the simulate job (not an array task) that writes ``store``."""
+    job = store.relative_to(Path("results") / experiment / "runs").with_suffix("").as_posix()
+    return f"rule_simulate_wildcards_{experiment}_{job}".replace("/", "_")
+
+
+def stop_one_job_command(workdir: Path, sweep: subprocess.Popen) -> tuple[str, Path] | None:
+    """SIGSTOP the command (``python -m attnsweep.cli job ... --out STORE``) of one simulate job of
+    ``workdir`` before it has written its store, never the first task of an array; its SLURM id and
+    store. The job stays RUNNING for SLURM and its Snakemake waits for it, as for a slow job. None
+    when the sweep ended first. (Root, as the module is: /proc of another user's job is readable.)"""
+    while sweep.poll() is None:
+        for proc in psutil.process_iter(["cmdline", "cwd"]):
+            cmd = proc.info["cmdline"] or []
+            if cmd[1:4] != ["-m", "attnsweep.cli", "job"] or proc.info["cwd"] != str(workdir) or "--out" not in cmd:
+                continue
+            try:
+                env = proc.environ()
+                if "SLURM_ARRAY_TASK_ID" in env and env["SLURM_ARRAY_TASK_ID"] == env.get("SLURM_ARRAY_TASK_MIN"):
+                    continue  # the first task of an array: its store is the one a later task's failure deletes
+                proc.suspend()
+            except psutil.NoSuchProcess:
+                continue
+            store = Path(cmd[cmd.index("--out") + 1])
+            if (workdir / store).exists():  # it had finished its work: let it end, take another
+                proc.resume()
+                continue
+            task = env.get("SLURM_ARRAY_TASK_ID")
+            return (f"{env['SLURM_ARRAY_JOB_ID']}_{task}" if task else env["SLURM_JOB_ID"]), store
+        time.sleep(0.1)
+    return None
+
+
+def cancel_after_the_others(workdir: Path, sweep: subprocess.Popen, experiment: str, record: dict) -> None:
+    """From outside, as an admin, a time limit or a dying node would: cancel one running simulate
+    job, after every other simulate job of the sweep has COMPLETED, written its store and been
+    taken as finished by the sweep's Snakemake, which touches a job's outputs before it logs
+    `Finished jobid` (the order in which a job that wrongly cleans up another job's output
+    deletes a finished store). Records the job, its store, and the inode and mtime of every other
+    store at the moment of the cancel."""
+    stopped = stop_one_job_command(workdir, sweep)
+    if stopped is None:
+        return
+    job, store = stopped
+    others = planned_stores(experiment) - {store}
+    while sweep.poll() is None:
+        done = [j for j in slurm_history(workdir) if j["Comment"].startswith("rule_simulate") and j["id"] != job]
+        logged = re.findall(r"Finished jobid: \d+ \(Rule: simulate\)", (workdir / "snakemake.out").read_text())
+        if (len(done) == len(others) == len(logged) and all(j["JobState"] == "COMPLETED" for j in done)
+                and all((workdir / other).exists() for other in others)):
+            finished = {other: (workdir / other).stat() for other in others}
+            subprocess.run(["scancel", job], check=True, timeout=30)
+            record.update(job=job, store=store,
+                          finished={other: (st.st_ino, st.st_mtime_ns) for other, st in finished.items()})
+            return
         time.sleep(0.3)
 
 
@@ -214,9 +276,9 @@ def sweeps(cluster, tmp_path_factory, tiny_run, request) -> dict:
             stdout=log, stderr=subprocess.STDOUT)
     retried = root / "retried" / RETRIED
     procs[("retried", RETRIED)] = snakemake(retried, RETRIED, "--until", "simulate", slurm=True)
-    cancelled: list[str] = []
+    cancelled: dict = {}
     watcher = threading.Thread(
-        target=cancel_one_running_simulate_job, args=(retried, procs[("retried", RETRIED)], cancelled)
+        target=cancel_after_the_others, args=(retried, procs[("retried", RETRIED)], RETRIED, cancelled)
     )
     watcher.start()
     deadline = time.monotonic() + HANG_S
@@ -258,11 +320,14 @@ def test_slurm_sweep_equals_local_run(sweeps: dict, experiment: str) -> None:
     assert n_runs > 1
 
     # Every job went through sbatch: slurmctld lists them, completed, in the default partition;
-    # simulate as tasks of one array job, one GPU each; the reductions as one group job.
+    # simulate as one job each (no arrays: profiles/README.md), one GPU each, each store's job
+    # once; the reductions as one group job.
     assert jobs and all(j["JobState"] == "COMPLETED" for j in jobs), jobs
     assert {j["Partition"] for j in jobs} == {"debug"}
     simulate = [j for j in jobs if j["Comment"].startswith("rule_simulate")]
-    assert len(simulate) == n_runs and len({j["ArrayJobId"] for j in simulate}) == 1, jobs
+    assert not any("ArrayTaskId" in j for j in simulate), simulate
+    stores = {Path("results") / experiment / "runs" / store for store in run_stores(local, experiment)}
+    assert Counter(j["Comment"] for j in simulate) == {comment(experiment, s): 1 for s in stores}, simulate
     # Each job's time limit is its own estimate with the margin (attnsweep.plan.cost), not a constant.
     limits = {time_limit(m) for m in runtime_limits(experiment)}
     assert all(j["TresPerJob"] == "gres:gpu:1" and j["TimeLimit"] in limits for j in simulate), (simulate, limits)
@@ -289,43 +354,56 @@ def time_limit(minutes: int) -> str:
 
 
 def attempt(job: dict[str, str]) -> int:
-    """A simulate job's attempt, from its memory: the profile's 8000 MB x attempt, plus, for an array
-    task, the plugin's room for the encoded commands (3x their bytes in MiB: 1 MB for a tiny sweep,
-    far below the next attempt's 8000)."""
+    """A simulate job's attempt, from its memory: the profile's 8000 MB x attempt, plus, for a task of
+    an array (the opt-in), the plugin's room for the encoded commands (3x their bytes in MiB: 1 MB
+    for a tiny sweep, far below the next attempt's 8000)."""
     value, unit = float(job["MinMemoryNode"][:-1]), job["MinMemoryNode"][-1]
     return int(value * {"M": 1, "G": 1024, "T": 1024**2}[unit] // 8000)
 
 
 def test_cancelled_job_is_retried(sweeps: dict) -> None:
+    """A cancelled simulate job reruns alone: no finished store is deleted or rewritten because of it."""
     experiment = RETRIED
     workdir, local = sweeps["root"] / "retried" / experiment, sweeps["local"][experiment]
     cancelled = sweeps["cancelled"]
-    assert len(cancelled) == 1, "no running simulate job was seen to cancel"
-    # The sweep still finished (rc 0, checked in the fixture): `retries` resubmitted the job.
-    jobs = {j["id"]: j for j in sweeps["jobs"][("retried", experiment)]}
-    first = jobs[cancelled[0]]
-    assert first["JobState"] == "CANCELLED", jobs
+    assert cancelled, "no running simulate job was seen to cancel"
+    victim, store = cancelled["job"], cancelled["store"]
     text = sweeps["text"][("retried", experiment)]
-    assert f"SLURM-job '{cancelled[0]}' failed, SLURM status is: 'CANCELLED'" in text, text[-3000:]
-    assert "Trying to restart job" in text
-    # The retry is a second SLURM job, attempt 2: twice the memory and runtime of attempt 1. Told
-    # apart by its attempt, not by being outside an array: the plugin also submits an attempt-1 job
-    # alone when it is the only one of its rule ready at a poll.
+    # First the point of it: every store that was finished when the job was cancelled is the same
+    # file at the end (a store is renamed into place when whole, so a rerun gives a new inode), and
+    # no Snakemake, the main one or a job's, removed it as the output of a failed job.
+    assert len(cancelled["finished"]) == len(planned_stores(experiment)) - 1 > 0
+    for other, (inode, mtime) in cancelled["finished"].items():
+        st = (workdir / other).stat() if (workdir / other).exists() else None
+        assert st and (st.st_ino, st.st_mtime_ns) == (inode, mtime), (
+            f"{other}, finished before SLURM job {victim} (writing {store}) was cancelled, was deleted or rewritten")
+    removed = re.findall(r"Removing output files of failed job \w+ since they might be corrupted:\n(.*)", text)
+    assert not [line for line in removed for other in cancelled["finished"] if str(other) in line], removed
+    # The sweep still finished (rc 0, checked in the fixture): `retries` resubmitted the one job.
+    jobs = {j["id"]: j for j in sweeps["jobs"][("retried", experiment)]}
+    cancelled_job = jobs[victim]
+    assert cancelled_job["JobState"] == "CANCELLED", jobs
+    assert f"SLURM-job '{victim}' failed, SLURM status is: 'CANCELLED'" in text, text[-3000:]
+    assert text.count("Trying to restart job") == 1, text[-3000:]
+    # Each other store's job ran once, the cancelled one twice: its retry a second SLURM job,
+    # attempt 2 (twice the memory and runtime of attempt 1), the only job past attempt 1.
     seen = [(j["id"], j["Comment"], j["JobState"], j["MinMemoryNode"]) for j in jobs.values()]
+    stores = {Path("results") / experiment / "runs" / s for s in run_stores(local, experiment)}
+    assert stores == planned_stores(experiment) and store in stores
+    assert Counter(j["Comment"] for j in jobs.values()) == {
+        comment(experiment, s): 1 + (s == store) for s in stores}, seen
     retries = [j for j in jobs.values() if attempt(j) > 1]
     assert len(retries) == 1 and retries[0]["JobState"] == "COMPLETED", seen
-    assert "ArrayTaskId" not in retries[0] and retries[0]["Comment"].startswith("rule_simulate_wildcards_"), seen
-    assert retries[0]["MinMemoryNode"] == "16000M" and attempt(first) == 1, seen
+    assert "ArrayTaskId" not in retries[0] and retries[0]["Comment"] == comment(experiment, store), seen
+    assert retries[0]["MinMemoryNode"] == "16000M" and attempt(cancelled_job) == 1, seen
     limits = runtime_limits(experiment)
-    assert first["TimeLimit"] in {time_limit(m) for m in limits}
+    assert cancelled_job["TimeLimit"] in {time_limit(m) for m in limits}
     assert retries[0]["TimeLimit"] in {time_limit(2 * m) for m in limits}
-    done = [j for j in jobs.values() if j["JobState"] == "COMPLETED"]
-    stores = run_stores(workdir, experiment)
-    assert len(done) == len(stores) == len(jobs) - 1
-    assert stores == run_stores(local, experiment)
+    assert all(j["JobState"] == "COMPLETED" for j in jobs.values() if j is not cancelled_job), seen
+    assert run_stores(workdir, experiment) == run_stores(local, experiment)
     runs = Path("results") / experiment / "runs"
-    for store in stores:
-        assert_same_store(workdir / runs / store, local / runs / store)
+    for other in run_stores(workdir, experiment):
+        assert_same_store(workdir / runs / other, local / runs / other)
 
 
 def test_slurm_refinement_equals_local(sweeps: dict, tiny_refine: Path) -> None:
@@ -337,3 +415,41 @@ def test_slurm_refinement_equals_local(sweeps: dict, tiny_refine: Path) -> None:
     assert any(job["Comment"].startswith("rule_simulate") for job in sweeps["jobs"][("refine", "critical_scaling")])
     for store in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
         assert_same_store(slurm / store, local / store)
+
+
+def ignores_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has SIGTERM ignored (/proc/PID/status: SigIgn, a mask of signal - 1)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    return bool(mask >> (signal.SIGTERM - 1) & 1)
+
+
+def test_a_job_process_slurm_loses_is_left_to_the_stop_script(cluster: Path, tmp_path: Path) -> None:
+    """The cluster tracks a job's processes by their parent links (proctrack/linuxproc): when a
+    cancelled job's shell exits first, a process that outlives SIGTERM (here one that ignores it;
+    in a sweep, a Snakemake still shutting down) is reparented, the job is reported ended at once,
+    and the process runs on. scripts/slurm-local-stop.sh ends such processes: the cluster
+    fixture checks, after the stop, that this one is gone."""
+    marker = tmp_path / "stray"
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    wrap = shlex.join([sys.executable, "-S", "-c", code, str(marker)])
+    submitted = subprocess.run(["sbatch", "--parsable", "-o", str(tmp_path / "slurm.out"), "--wrap", wrap],
+                               cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=30, check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + HANG_S  # a hang guard: the job starts on an idle CPU in about a second
+    stray = None
+    while stray is None and time.monotonic() < deadline:  # until it runs and ignores SIGTERM
+        found = [p for p in psutil.process_iter(["cmdline"]) if str(marker) in (p.info["cmdline"] or [])]
+        stray = next((p for p in found if ignores_sigterm(p.pid)), None)
+        time.sleep(0.1)
+    assert stray is not None, f"job {job} never started its process"
+    STRAYS.append(stray)
+    subprocess.run(["scancel", job], check=True, timeout=30)
+    while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True, timeout=30).stdout.strip():
+        assert time.monotonic() < deadline, f"job {job} still active after scancel"
+        time.sleep(0.1)
+    # SLURM has ended the job (squeue no longer lists it) and nothing will signal the process again.
+    assert stray.is_running() and stray.status() != psutil.STATUS_ZOMBIE
