@@ -103,7 +103,6 @@ class Experiment:
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
 
-    # ------------------------------------------------------------------ identity and options
     def config_schema(self) -> dict[str, Any]:
         """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
         ``refine`` (where it declares targets), ``dtype``, then its options."""
@@ -155,7 +154,6 @@ class Experiment:
         anything else looks at the options (default: none)."""
         return {}
 
-    # ------------------------------------------------------------------ the package's modules
     def part(self, module: str) -> ModuleType:
         """The module ``module`` of this experiment's package (``simulate``, ``reduction``,
         ``captions``, ``figures``, ``resources``), imported when first asked for: torch and
