@@ -10,7 +10,7 @@ imported: ~2 s of a 3 s job). The client exits with the child's status. Where no
 node, a plain shell), the client runs the job itself: results are the same either way.
 
 Local runs happen on shared machines, and the server writes wherever a request says, as its
-user. So: the socket lives in a directory only that user can enter (``worker.smk`` makes it with
+user. So: the socket lives in a directory only that user can enter (:mod:`attnsweep.run.worker_process` makes it with
 :func:`tempfile.mkdtemp`: mode 0700, unpredictable name; the server and every client check it
 with :func:`private_problem`, and a client that finds it unsafe runs the job itself rather than
 hand its job and streams to whoever made it); the server serves only connections whose peer
