@@ -32,15 +32,14 @@ import subprocess
 import warnings
 import zipfile
 from collections.abc import Callable
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 import zarr
-from zarr.codecs import BytesCodec, Crc32cCodec, ZstdCodec
-from zarr.core.metadata.v3 import ArrayV3Metadata
+from zarr.codecs import Crc32cCodec, ZstdCodec
 
 import attnsweep
 from attnsweep.stores.layout import is_file_store
@@ -223,21 +222,6 @@ def _remove(path: Path, ignore_errors: bool = False) -> None:
         except OSError:
             if not ignore_errors:
                 raise
-
-
-@lru_cache(maxsize=1024)
-def raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
-    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
-    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
-    sweep repeat a few distinct metadata documents."""
-    array = ArrayV3Metadata.from_dict(json.loads(metadata))
-    (codec, *others) = array.codecs
-    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
-        return None
-    dtype = array.dtype.to_native_dtype()
-    if codec.endian is not None:
-        dtype = dtype.newbyteorder(codec.endian.value)
-    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
 
 
 def zarr_store(path: str | Path) -> zarr.storage.StoreLike:

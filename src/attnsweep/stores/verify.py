@@ -49,8 +49,9 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from attnsweep.grid import SEED, format_value
 from attnsweep.jobspec import JobSpec
-from attnsweep.stores.io import open_store, raw_layout
+from attnsweep.stores.io import open_store
 from attnsweep.stores.layout import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
+from attnsweep.stores.reader import raw_layout
 
 #: What each aggregate is built into (all of it under ``RESULTS/EXPERIMENT``): quarantined, an
 #: aggregate takes these with it, so that the next run rebuilds them from the new one.
