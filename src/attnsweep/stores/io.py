@@ -7,7 +7,7 @@ Two layouts, both opened by :func:`open_store`:
   chunk up to :data:`WHOLE_CHUNK_BYTES`. Shared filesystems count files and metadata operations,
   not bytes: a directory store of a job is 25 to 2000 files, the archive one. Outside attnsweep:
   ``xr.open_zarr(zarr.storage.ZipStore(path, mode="r"))``. Run stores written as directories
-  by earlier versions are read the same way, in place (:func:`pack` converts one).
+  by earlier versions are read the same way, in place (:mod:`attnsweep.stores.legacy`).
 - The aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``) are directory stores:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
   Every chunk of theirs carries zarr's own ``crc32c`` checksum (:data:`CHECKED`) and every chunk
@@ -42,7 +42,6 @@ import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
 import attnsweep
-from attnsweep.stores.layout import is_file_store
 
 
 @cache
@@ -154,18 +153,6 @@ def write_file(ds: xr.Dataset, path: str | Path) -> Path:
     return write_with(archive, path)
 
 
-def pack(path: str | Path) -> Path:
-    """A directory run store (the earlier layout) rewritten in place as a one-file store, the
-    same values, attrs and the mtime Snakemake saw (its ``.snakemake_timestamp`` if any), so
-    that nothing downstream looks out of date. The directory stays until the file is whole."""
-    path = Path(path)
-    stamp = path / ".snakemake_timestamp"
-    mtime_ns = (stamp if stamp.exists() else path).stat().st_mtime_ns
-    write_file(open_store(path).load(), path)
-    os.utime(path, ns=(mtime_ns, mtime_ns))
-    return path
-
-
 class StoreWriteError(OSError):
     """A store could not be written: disk full, read-only or missing directory, no permission.
 
@@ -225,8 +212,8 @@ def _remove(path: Path, ignore_errors: bool = False) -> None:
 
 
 def zarr_store(path: str | Path) -> zarr.storage.StoreLike:
-    """What zarr opens a store of either layout from: a read-only ``ZipStore`` or the directory."""
-    return zarr.storage.ZipStore(path, mode="r") if is_file_store(path) else str(path)
+    """What zarr opens a store from: a read-only ``ZipStore`` for a one-file store, else the directory."""
+    return zarr.storage.ZipStore(path, mode="r") if os.path.isfile(path) else str(path)
 
 
 def open_store(path: str | Path, chunks: Any = None) -> xr.Dataset:

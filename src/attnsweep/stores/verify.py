@@ -13,9 +13,8 @@ until it is written. Each store is checked against what it must hold:
   every axis of the experiment and ``seed`` is a coordinate equal to the job's grid and seeds;
   its data variables, each with its dimensions (variables of one experiment span different
   axes), are the experiment's: the set most of the plan's stores hold. A run store of the
-  earlier directory layout gets the same checks but the CRC, which it lacks: every array reads
-  and every chunk its chunk grid implies is present (a chunk of fill values alone, which zarr
-  leaves out, reads as missing: quarantined, the job runs again).
+  earlier directory layout gets the same checks but the CRC, which it lacks
+  (:func:`attnsweep.stores.legacy.run_problem`).
 - An aggregate (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``, directory stores): every
   chunk (shard, for sharded arrays) its shape and chunk grid imply exists and decodes, and the
   store opens as one dataset. Aggregates carry zarr's ``crc32c`` codec on every (inner) chunk,
@@ -47,6 +46,7 @@ import zarr
 from zarr.codecs import Crc32cCodec, ShardingCodec
 
 from attnsweep.jobspec import JobSpec
+from attnsweep.stores import legacy
 from attnsweep.stores.contents import Variables, contents_problem
 from attnsweep.stores.io import open_store
 from attnsweep.stores.layout import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
@@ -109,31 +109,6 @@ def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str
         return contents_problem(metadata, None, read, spec, axes)
 
 
-def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
-    """A directory run store's (the earlier layout) problem (None if sound) and its data variables."""
-    try:
-        with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp in a directory output
-            warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
-            group = zarr.open_group(str(path), mode="r", zarr_format=3, use_consolidated=False)
-            arrays = dict(group.arrays())
-        metadata = {name: array.metadata.to_dict() for name, array in arrays.items()}
-    except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
-        return f"does not open as a zarr group ({type(err).__name__}: {str(err)[:120]})", frozenset()
-
-    def read(array: str) -> np.ndarray:
-        return arrays[array][...]
-
-    problem, variables = contents_problem(metadata, lambda array, key: Path(path, array, key).is_file(), read,
-                                          spec, axes)
-    if problem is None:
-        for name, array in sorted(arrays.items()):
-            try:
-                array[...]
-            except Exception as err:  # noqa: BLE001  (idem)
-                return f"`{name}` does not read ({type(err).__name__}: {str(err)[:120]})", variables
-    return problem, variables
-
-
 def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     """What is wrong with the run store at ``path`` of the job ``spec`` of an experiment with
     ``axes`` (None if nothing), and its data variables (to compare with the other stores')."""
@@ -143,7 +118,7 @@ def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[s
     problem = quick_problem(path, spec)
     if problem is not None:
         return problem, frozenset()
-    return (_file_problem if is_file_store(path) else _directory_problem)(path, spec, axes)
+    return (_file_problem if is_file_store(path) else legacy.run_problem)(path, spec, axes)
 
 
 def check_runs(stores: dict[Path, JobSpec], axes: tuple[str, ...],
