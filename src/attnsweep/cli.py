@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from attnsweep.errors import INTERRUPTED, BadStoreError, ConfigError
@@ -220,13 +219,12 @@ def cmd_collect(args: argparse.Namespace) -> None:
 def cmd_pack(args: argparse.Namespace) -> None:
     from tqdm import tqdm  # pack's progress only
 
-    from attnsweep.stores.io import pack  # heavy: xarray, zarr
+    from attnsweep.stores import legacy
 
-    stores = sorted(p for p in Path(args.results).glob("*/runs/**/*.zarr")
-                    if p.is_dir() and not p.name.startswith("."))
+    stores = legacy.run_stores(args.results)
     files = sum(len(names) for store in stores for _, _, names in os.walk(store))
     for store in tqdm(stores, desc="pack", disable=not sys.stderr.isatty()):
-        pack(store)
+        legacy.pack(store)
     print(f"{args.results}: {len(stores)} directory run stores packed into one file each "
           f"({files} files -> {len(stores)})")
 

@@ -110,7 +110,7 @@ MAY_IMPORT = {
     "contract": {"grid", "jobspec"},
     "registry": {"contract", "errors"},
     "dynamics": {"errors"},
-    "stores": {"attnsweep", "grid", "jobspec"},
+    "stores": {"attnsweep", "errors", "grid", "jobspec"},
     "plan": {"contract", "errors", "grid", "jobspec", "project_files", "registry", "stores"},
     "reduce": {"errors", "registry", "stores"},
     "run": {"dynamics", "errors", "grid", "jobspec", "reduce", "registry", "stores"},

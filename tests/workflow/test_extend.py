@@ -26,9 +26,9 @@ from helpers import processes
 
 from attnsweep.plan.blocks import rectangles
 from attnsweep.plan.config import load_sweep
-from attnsweep.reduce import aggregate
 from attnsweep.reduce.aggregate import collect
 from attnsweep.run.job import run_job
+from attnsweep.stores import reader
 from attnsweep.stores.io import open_store, write_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -258,19 +258,19 @@ def test_collect_reads_each_archive_as_zarr_does(tmp_path: Path, monkeypatch: py
     for store in (*stores, mixed, tiled):
         ds = open_store(store).load()
         names = list(ds.data_vars)
-        read = aggregate._read_batch([store], names)[0]
+        read = reader.read_stores([store], names)[0]
         for name in names:
             assert read[name].dtype == ds[name].dtype and read[name].shape == ds[name].shape, name
             assert read[name].tobytes() == ds[name].values.tobytes(), name
-    assert aggregate._read_raw(stores[0], list(open_store(stores[0]).data_vars)) is not None
-    assert aggregate._read_raw(mixed, raw) is not None
+    assert reader.read_raw(stores[0], list(open_store(stores[0]).data_vars)) is not None
+    assert reader.read_raw(mixed, raw) is not None
     for other in ("big", "empty"):
-        assert aggregate._read_raw(mixed, [*raw, other]) is None
-    assert aggregate._read_raw(tiled, ["tiled"]) is None
+        assert reader.read_raw(mixed, [*raw, other]) is None
+    assert reader.read_raw(tiled, ["tiled"]) is None
 
     grid = {**plan.grid, "seed": plan.seeds}
     fast = open_store(collect(stores, tmp_path / "fast.zarr", grid)).load()
-    monkeypatch.setattr(aggregate, "_read_raw", lambda path, variables: None)
+    monkeypatch.setattr(reader, "read_raw", lambda path, variables: None)
     xr.testing.assert_identical(fast, open_store(collect(stores, tmp_path / "zarr.zarr", grid)).load())
 
 

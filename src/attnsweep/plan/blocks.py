@@ -52,7 +52,7 @@ def rectangles(axes: dict[str, list[Any]], covered: set[Point]) -> list[dict[str
 
 
 def stored_jobs(folder: Path) -> Iterator[tuple[str, JobSpec]]:
-    """``(key, spec)`` of every complete store in ``folder`` (either layout), read from its root attrs.
+    """``(key, spec)`` of every complete run store in ``folder``, read from its root attrs.
 
     Complete means present at its final path (stores are renamed into place when whole); a
     store without a readable job spec (another program's, or damaged) is skipped.

@@ -2,11 +2,9 @@
 
 ``collect`` places each run store into ``sweep.zarr`` by the grid values its job spec names:
 no alignment of thousands of datasets (the cost that makes ``open_mfdataset`` slow on many
-files, xarray #7697). A one-file store whose arrays are each one raw chunk (every array of a
-typical run store) is read from one opening of its archive, each array's metadata parsed by
-zarr once per distinct ``zarr.json`` (~0.2 ms a store, against ~4 ms through zarr's array
-API); any other store is read through zarr's asyncio API, stores concurrently. ``workers``
-processes read at once (the reading is Python work that one process does serially).
+files, xarray #7697). The stores' variables are read by :func:`attnsweep.stores.reader.read_stores`
+(straight from each archive, ~0.2 ms a store); ``workers`` processes read at once (the reading
+is Python work that one process does serially).
 ``reduce`` and ``boundary`` work on the dask-backed ``sweep.zarr``.
 
 Every step refuses a bad input with :class:`~attnsweep.errors.BadStoreError` (one line: the
@@ -20,22 +18,17 @@ metadata consolidated (:func:`attnsweep.stores.io.consolidate`).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import math
 import multiprocessing
-import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
-import zarr.api.asynchronous as zarr_async
-from zarr.storage import ZipStore
 
 from attnsweep import registry
 from attnsweep.errors import BadStoreError
@@ -45,12 +38,11 @@ from attnsweep.stores.io import (
     consolidate,
     open_store,
     provenance,
-    raw_layout,
     write_aggregate,
     write_with,
-    zarr_store,
 )
-from attnsweep.stores.layout import is_file_store, quick_problem, root_attrs, zip_problem
+from attnsweep.stores.layout import quick_problem, root_attrs
+from attnsweep.stores.reader import read_raw, read_stores, reading
 from attnsweep.stores.verify import check_aggregate
 
 # Attrs that differ between runs of one sweep: collect summarises them instead of copying one.
@@ -78,7 +70,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     an error, and the grid's points that no store holds stay NaN. The boolean ``simulated``
     (axes x seed) says which points hold values. Each variable is one file per slab (a zarr
     shard) in chunks of one fanned-out point (:func:`_sharded`). Where each store goes is read
-    from its job spec (root attrs); its data variables are read (:func:`_read_batch`) by up to
+    from its job spec (root attrs); its data variables are read (:func:`read_stores`) by up to
     ``workers`` processes (one per ``stores_per_worker`` stores, by default
     :data:`STORES_PER_READER` of the first store's kind), a slab of at most ``slab_mib`` along
     one dimension at a time, so memory holds one slab and its stores, never the whole sweep.
@@ -127,7 +119,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
     filled = np.zeros([len(grid[dim]) for dim in grid], dtype=bool)
     if stores_per_worker is None:
         with reading(runs[0]):
-            raw = is_file_store(runs[0]) and _read_raw(runs[0], list(first.data_vars)) is not None
+            raw = read_raw(runs[0], list(first.data_vars)) is not None
         stores_per_worker = STORES_PER_READER["archive" if raw else "zarr"]
     workers = max(1, min(workers, len(runs) // stores_per_worker))
 
@@ -170,16 +162,6 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
         return write_with(lambda tmp: write(tmp, pool), out)
 
 
-@contextmanager
-def reading(path: Path) -> Iterator[None]:
-    """Turn zipfile's errors reading the run store at ``path`` (an entry that fails its CRC-32,
-    one cut short) into :class:`BadStoreError`."""
-    try:
-        yield
-    except (zipfile.BadZipFile, EOFError) as err:
-        raise BadStoreError(str(path), zip_problem(err, path.stat().st_size)) from err
-
-
 def _job_attrs(path: Path) -> dict:
     """The root attrs of a run store; :class:`BadStoreError` where they do not read or name
     another job than its file name does (:func:`attnsweep.stores.layout.quick_problem`)."""
@@ -215,63 +197,9 @@ def _read(stores: list[Path], variables: list[str], pool: Executor | None,
           parts: int) -> list[dict[str, np.ndarray]]:
     """Every variable of every store, in order: in this process, or in ``parts`` batches over ``pool``."""
     if pool is None or len(stores) < 2:
-        return _read_batch(stores, variables)
+        return read_stores(stores, variables)
     batches = [list(b) for b in np.array_split(np.array(stores, dtype=object), parts) if len(b)]
-    return [values for batch in pool.map(_read_batch, batches, [variables] * len(batches)) for values in batch]
-
-
-def _read_batch(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
-    """Every variable of every store, in order: straight from the archive where
-    :func:`_read_raw` can, the other stores through zarr (:func:`_read_all`)."""
-    values = []
-    for path in stores:
-        with reading(path):
-            values.append(_read_raw(path, variables) if is_file_store(path) else None)
-    rest = [i for i, v in enumerate(values) if v is None]
-    if rest:
-        for i, v in zip(rest, asyncio.run(_read_all([stores[i] for i in rest], variables))):
-            values[i] = v
-    return values
-
-
-def _read_raw(path: Path, variables: list[str]) -> dict[str, np.ndarray] | None:
-    """Every variable of a one-file store from one opening of its archive (read-only arrays),
-    or None where one is not a single raw chunk (compressed, several chunks, an absent chunk
-    that zarr fills, an absent array): zarr reads that store, and says what is wrong."""
-    values = {}
-    with zipfile.ZipFile(path) as zf:
-        for var in variables:
-            try:
-                layout = raw_layout(zf.read(f"{var}/zarr.json"))
-                if layout is None:
-                    return None
-                dtype, shape, key = layout
-                data = zf.read(f"{var}/{key}")
-            except (KeyError, ValueError):  # an absent entry, metadata zarr refuses
-                return None
-            if len(data) != dtype.itemsize * math.prod(shape):
-                return None
-            values[var] = np.frombuffer(data, dtype).reshape(shape)
-    return values
-
-
-async def _read_all(stores: list[Path], variables: list[str]) -> list[dict[str, np.ndarray]]:
-    """Every variable of every store through zarr's asyncio API, read concurrently (one event
-    loop for all the I/O)."""
-    async def read(path: Path) -> dict[str, np.ndarray]:
-        store = zarr_store(path)
-        try:
-            arrays = await asyncio.gather(*(zarr_async.open_array(store=store, path=v, mode="r") for v in variables))
-            values = await asyncio.gather(*(a.getitem(...) for a in arrays))
-        except Exception as err:  # noqa: BLE001  (whatever zarr cannot read of it: an entry, a variable)
-            problem = zip_problem(err, path.stat().st_size) if isinstance(err, zipfile.BadZipFile) else \
-                f"does not read ({type(err).__name__}: {str(err)[:120]})"
-            raise BadStoreError(str(path), problem) from err
-        if isinstance(store, ZipStore):
-            store.close()
-        return dict(zip(variables, values))
-
-    return await asyncio.gather(*(read(store) for store in stores))
+    return [values for batch in pool.map(read_stores, batches, [variables] * len(batches)) for values in batch]
 
 
 def _shape(var: xr.DataArray, coords: dict[str, np.ndarray], override: dict[str, int] | None = None) -> tuple:

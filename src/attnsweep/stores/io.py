@@ -7,7 +7,7 @@ Two layouts, both opened by :func:`open_store`:
   chunk up to :data:`WHOLE_CHUNK_BYTES`. Shared filesystems count files and metadata operations,
   not bytes: a directory store of a job is 25 to 2000 files, the archive one. Outside attnsweep:
   ``xr.open_zarr(zarr.storage.ZipStore(path, mode="r"))``. Run stores written as directories
-  by earlier versions are read the same way, in place (:func:`pack` converts one).
+  by earlier versions are read the same way, in place (:mod:`attnsweep.stores.legacy`).
 - The aggregates (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``) are directory stores:
   they are written region by region and read lazily by dask, which a zip cannot do in parallel.
   Every chunk of theirs carries zarr's own ``crc32c`` checksum (:data:`CHECKED`) and every chunk
@@ -32,18 +32,16 @@ import subprocess
 import warnings
 import zipfile
 from collections.abc import Callable
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 import zarr
-from zarr.codecs import BytesCodec, Crc32cCodec, ZstdCodec
-from zarr.core.metadata.v3 import ArrayV3Metadata
+from zarr.codecs import Crc32cCodec, ZstdCodec
 
 import attnsweep
-from attnsweep.stores.layout import is_file_store
 
 
 @cache
@@ -155,18 +153,6 @@ def write_file(ds: xr.Dataset, path: str | Path) -> Path:
     return write_with(archive, path)
 
 
-def pack(path: str | Path) -> Path:
-    """A directory run store (the earlier layout) rewritten in place as a one-file store, the
-    same values, attrs and the mtime Snakemake saw (its ``.snakemake_timestamp`` if any), so
-    that nothing downstream looks out of date. The directory stays until the file is whole."""
-    path = Path(path)
-    stamp = path / ".snakemake_timestamp"
-    mtime_ns = (stamp if stamp.exists() else path).stat().st_mtime_ns
-    write_file(open_store(path).load(), path)
-    os.utime(path, ns=(mtime_ns, mtime_ns))
-    return path
-
-
 class StoreWriteError(OSError):
     """A store could not be written: disk full, read-only or missing directory, no permission.
 
@@ -225,24 +211,9 @@ def _remove(path: Path, ignore_errors: bool = False) -> None:
                 raise
 
 
-@lru_cache(maxsize=1024)
-def raw_layout(metadata: bytes) -> tuple[np.dtype, tuple[int, ...], str] | None:
-    """Dtype, shape and chunk key of an array (its ``zarr.json``, parsed by zarr) stored as one
-    chunk through zarr's ``bytes`` codec alone; None for any other array. Cached: the stores of a
-    sweep repeat a few distinct metadata documents."""
-    array = ArrayV3Metadata.from_dict(json.loads(metadata))
-    (codec, *others) = array.codecs
-    if others or not isinstance(codec, BytesCodec) or array.chunks != array.shape or array.storage_transformers:
-        return None
-    dtype = array.dtype.to_native_dtype()
-    if codec.endian is not None:
-        dtype = dtype.newbyteorder(codec.endian.value)
-    return dtype, array.shape, array.encode_chunk_key((0,) * array.ndim)
-
-
 def zarr_store(path: str | Path) -> zarr.storage.StoreLike:
-    """What zarr opens a store of either layout from: a read-only ``ZipStore`` or the directory."""
-    return zarr.storage.ZipStore(path, mode="r") if is_file_store(path) else str(path)
+    """What zarr opens a store from: a read-only ``ZipStore`` for a one-file store, else the directory."""
+    return zarr.storage.ZipStore(path, mode="r") if os.path.isfile(path) else str(path)
 
 
 def open_store(path: str | Path, chunks: Any = None) -> xr.Dataset:

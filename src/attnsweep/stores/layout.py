@@ -1,7 +1,7 @@
 """The two store layouts seen from outside, without zarr (the planner and ``attnsweep status``
 read them for thousands of jobs): a one-file store (a zip archive of a zarr v3 store, what a
-simulate job writes) or a zarr v3 directory store (the aggregates, and run stores of earlier
-versions). See :mod:`attnsweep.stores.io`.
+simulate job writes) or a zarr v3 directory store (the aggregates). See :mod:`attnsweep.stores.io`;
+run stores of earlier versions, directories too: :mod:`attnsweep.stores.legacy`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import re
 import zipfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from attnsweep.stores import legacy
 
 if TYPE_CHECKING:
     from attnsweep.jobspec import JobSpec
@@ -28,16 +30,14 @@ def is_file_store(path: str | os.PathLike) -> bool:
 
 
 def complete(path: str | os.PathLike) -> bool:
-    """Whether a store of either layout stands at ``path`` (a final path only ever holds a whole one)."""
-    return is_file_store(path) or os.path.isfile(os.path.join(path, "zarr.json"))
+    """Whether a run store stands at ``path`` (a final path only ever holds a whole one)."""
+    return is_file_store(path) or legacy.complete(path)
 
 
 def root_attrs(path: str | os.PathLike) -> dict[str, Any]:
-    """The attrs of a store of either layout, from its root ``zarr.json`` alone."""
-    if is_file_store(path):
-        return json.loads(archived_root(path))["attributes"]
-    with open(os.path.join(path, "zarr.json")) as fh:
-        return json.load(fh)["attributes"]
+    """The attrs of a run store, from its root ``zarr.json`` alone."""
+    root = archived_root(path) if is_file_store(path) else legacy.root_json(path)
+    return json.loads(root)["attributes"]
 
 
 def archived_root(path: str | os.PathLike) -> bytes:
@@ -91,21 +91,9 @@ def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> s
 
     if not os.path.lexists(path):
         return "missing"
-    if is_file_store(path):
-        size = os.path.getsize(path)
-        if size == 0:
-            return "not a zip archive (0 bytes)"
-        try:
-            root = archived_root(path)
-        except KeyError:
-            return "no zarr.json in the archive: not a zarr store"
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
-            return zip_problem(err, size)
-    elif not os.path.isfile(os.path.join(path, "zarr.json")):
-        return "a directory without zarr.json: not a whole store"
-    else:
-        with open(os.path.join(path, "zarr.json"), "rb") as fh:
-            root = fh.read()
+    root, problem = (_archived_root_or_problem if is_file_store(path) else legacy.root_or_problem)(path)
+    if problem is not None:
+        return problem
     try:
         spec = JobSpec.from_dict(json.loads(json.loads(root)["attributes"]["job"]))
     except (ValueError, TypeError, KeyError, AttributeError) as err:
@@ -117,6 +105,19 @@ def quick_problem(path: str | os.PathLike, expected: JobSpec | None = None) -> s
     if re.fullmatch(f"[0-9a-f]{{{KEY_DIGITS}}}", named) and spec.key() != named:
         return f"holds job {spec.key()} of {describe(spec)}, expected {named} (swapped or copied from another tree?)"
     return None
+
+
+def _archived_root_or_problem(path: str | os.PathLike) -> tuple[bytes | None, str | None]:
+    """The root ``zarr.json`` of the one-file store at ``path``, or what keeps it from reading."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return None, "not a zip archive (0 bytes)"
+    try:
+        return archived_root(path), None
+    except KeyError:
+        return None, "no zarr.json in the archive: not a zarr store"
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+        return None, zip_problem(err, size)
 
 
 def chunk_keys(meta: dict[str, Any]) -> Iterator[str]:

@@ -13,9 +13,8 @@ until it is written. Each store is checked against what it must hold:
   every axis of the experiment and ``seed`` is a coordinate equal to the job's grid and seeds;
   its data variables, each with its dimensions (variables of one experiment span different
   axes), are the experiment's: the set most of the plan's stores hold. A run store of the
-  earlier directory layout gets the same checks but the CRC, which it lacks: every array reads
-  and every chunk its chunk grid implies is present (a chunk of fill values alone, which zarr
-  leaves out, reads as missing: quarantined, the job runs again).
+  earlier directory layout gets the same checks but the CRC, which it lacks
+  (:func:`attnsweep.stores.legacy.run_problem`).
 - An aggregate (``sweep.zarr``, ``summary.zarr``, ``boundary.zarr``, directory stores): every
   chunk (shard, for sharded arrays) its shape and chunk grid imply exists and decodes, and the
   store opens as one dataset. Aggregates carry zarr's ``crc32c`` codec on every (inner) chunk,
@@ -45,12 +44,13 @@ from typing import Any
 import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec, ShardingCodec
-from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from attnsweep.grid import SEED, format_value
 from attnsweep.jobspec import JobSpec
-from attnsweep.stores.io import open_store, raw_layout
+from attnsweep.stores import legacy
+from attnsweep.stores.contents import Variables, contents_problem
+from attnsweep.stores.io import open_store
 from attnsweep.stores.layout import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
+from attnsweep.stores.reader import raw_layout
 
 #: What each aggregate is built into (all of it under ``RESULTS/EXPERIMENT``): quarantined, an
 #: aggregate takes these with it, so that the next run rebuilds them from the new one.
@@ -59,8 +59,6 @@ DOWNSTREAM = {
     "summary.zarr": ("boundary.zarr", "boundary.csv", "figures"),
     "boundary.zarr": ("boundary.csv", "figures"),
 }
-#: A store's data variables, each with its dimensions.
-Variables = frozenset[tuple[str, tuple[str, ...]]]
 NO_CHECKSUMS = "no checksums (written by an earlier version): chunks checked for presence and decoding only"
 
 
@@ -77,36 +75,6 @@ class Finding:
 
 
 # --- run stores ---------------------------------------------------------------------------------
-
-def _arrays_problem(metadata: dict[str, dict], exists: Callable[[str, str], bool] | None,
-                    read: Callable[[str], np.ndarray], spec: JobSpec, axes: tuple[str, ...]) -> str | None:
-    """The checks common to both layouts, on a store's arrays (``metadata``: name -> its
-    ``zarr.json``): dimensions, chunks present (``exists(array, key)``; None for an archive, whose
-    entries cannot go missing at rest without its central directory changing, and which, as
-    zarr writes, leaves out a chunk of fill values alone), coordinates (``read``)."""
-    dims = {name: tuple(meta.get("dimension_names") or ()) for name, meta in metadata.items()}
-    data = [name for name in metadata if name not in {d for ds in dims.values() for d in ds}]
-    wanted = (*axes, SEED)
-    for name in sorted(data):
-        if SEED not in dims[name]:
-            return f"`{name}` lacks the dimension seed"
-        if exists is None:
-            continue
-        array = ArrayV3Metadata.from_dict(metadata[name])
-        for coords in array.chunk_grid.all_chunk_coords(array.shape):
-            key = array.encode_chunk_key(coords)
-            if not exists(name, key):
-                return f"chunk {key} of `{name}` is missing"
-    held = {**spec.grid, SEED: spec.seeds}
-    for axis in wanted:
-        if axis not in metadata:
-            return f"no coordinate `{axis}`"
-        values = read(axis)
-        if values.shape != (len(held[axis]),) or not np.array_equal(values, np.asarray(held[axis], values.dtype)):
-            shown, expected = (", ".join(map(format_value, v)) for v in (values.ravel()[:8], held[axis]))
-            return f"coordinate `{axis}` holds [{shown}], expected the job's [{expected}]"
-    return None
-
 
 def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
     """A one-file run store's problem (None if sound) and its data variables."""
@@ -138,42 +106,7 @@ def _file_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str
             finally:
                 store.close()
 
-        return _checked(metadata, None, read, spec, axes)
-
-
-def _directory_problem(path: Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
-    """A directory run store's (the earlier layout) problem (None if sound) and its data variables."""
-    try:
-        with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp in a directory output
-            warnings.filterwarnings("ignore", message=".*snakemake_timestamp")
-            group = zarr.open_group(str(path), mode="r", zarr_format=3, use_consolidated=False)
-            arrays = dict(group.arrays())
-        metadata = {name: array.metadata.to_dict() for name, array in arrays.items()}
-    except Exception as err:  # noqa: BLE001  (any failure of zarr's to read it is the finding)
-        return f"does not open as a zarr group ({type(err).__name__}: {str(err)[:120]})", frozenset()
-
-    def read(array: str) -> np.ndarray:
-        return arrays[array][...]
-
-    problem, variables = _checked(metadata, lambda array, key: Path(path, array, key).is_file(), read, spec, axes)
-    if problem is None:
-        for name, array in sorted(arrays.items()):
-            try:
-                array[...]
-            except Exception as err:  # noqa: BLE001  (idem)
-                return f"`{name}` does not read ({type(err).__name__}: {str(err)[:120]})", variables
-    return problem, variables
-
-
-def _checked(metadata: dict[str, dict], exists: Callable[[str, str], bool] | None, read: Callable[[str], np.ndarray],
-             spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
-    dims = {name: tuple(meta.get("dimension_names") or ()) for name, meta in metadata.items()}
-    shared = {d for names in dims.values() for d in names}
-    variables = frozenset((name, dims[name]) for name in metadata if name not in shared)
-    try:
-        return _arrays_problem(metadata, exists, read, spec, axes), variables
-    except Exception as err:  # noqa: BLE001  (metadata zarr refuses, a coordinate that does not decode)
-        return f"arrays do not read ({type(err).__name__}: {str(err)[:120]})", variables
+        return contents_problem(metadata, None, read, spec, axes)
 
 
 def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[str | None, Variables]:
@@ -185,7 +118,7 @@ def check_run(path: str | Path, spec: JobSpec, axes: tuple[str, ...]) -> tuple[s
     problem = quick_problem(path, spec)
     if problem is not None:
         return problem, frozenset()
-    return (_file_problem if is_file_store(path) else _directory_problem)(path, spec, axes)
+    return (_file_problem if is_file_store(path) else legacy.run_problem)(path, spec, axes)
 
 
 def check_runs(stores: dict[Path, JobSpec], axes: tuple[str, ...],
