@@ -88,7 +88,7 @@ def test_funk_hecke_is_the_gegenbauer_integral(l, beta, d):
 
 
 def test_funk_hecke_closed_forms_for_d3_and_beta0():
-    beta = np.array([1e-6, 0.3, 1.0, 7.0, 40.0])
+    beta = np.array([1e-6, 5e-4, 0.3, 1.0, 7.0, 40.0])  # 1e-6 and 5e-4: the series branch (beta < 1e-3)
     # cosh(b)/b - sinh(b)/b^2 cancels 13 digits at b = 1e-6: evaluate in mpmath at 40 digits
     with mpmath.workdps(40):
         lam0 = [float(mpmath.sinh(b) / b) for b in map(mpmath.mpf, beta)]
@@ -167,7 +167,7 @@ def test_growth_rate_is_the_linearised_mean_field_equation(l, beta, d, k):
 @pytest.mark.parametrize("d", [2, 3, 4, 8])
 def test_zonal_kernel_is_the_mean_over_the_orthogonal_sphere(d):
     beta = 3.0
-    t = np.array([-0.9, 0.0, 0.5, 0.999999])  # the last: z ~ 1e-3, where the series takes over
+    t = np.array([-0.9, 0.0, 0.5, 0.99999999])  # the last: z = 4e-4, on the series branch (z < 1e-3)
     s = np.array([0.3, -0.99, 0.7, 0.2])
     # int over phi on S^{d-2} of e^{beta (t s + sqrt(1-t^2) sqrt(1-s^2) cos phi)}
     if d == 2:
@@ -269,3 +269,18 @@ def test_branch_ends_where_the_quadrature_stops_resolving(branches):
     b = branches[(6.0, 2)]
     finer = theory.clustered_branch(6.0, 2, n_nodes=2 * b.nodes.size)
     assert b.r[-1] < finer.r[-1] < 1
+
+
+def test_k_c_and_k_s_match_a_finely_stepped_branch(monkeypatch):
+    """K_c and K_s come from root finding and minimisation between branch points; a branch traced with
+    five times finer steps finds them by linear interpolation and by its smallest point instead."""
+    coarse = theory.transition(6.0, 2)
+    monkeypatch.setattr(theory, "DS_MAX", 0.01)
+    fine = theory.clustered_branch(6.0, 2)
+    i = np.flatnonzero((fine.delta_f[1:-1] > 0) & (fine.delta_f[2:] <= 0))[0] + 1
+    f = fine.delta_f[i] / (fine.delta_f[i] - fine.delta_f[i + 1])
+    k_c = (1 - f) * fine.k[i] + f * fine.k[i + 1]
+    # errors of the fine grid: (step 0.01)^2 times K'' ~ 1, i.e. ~1e-5 of K_#, against shifts of ~4e-4 that
+    # the coarse grid (step 0.05) alone would leave
+    assert k_c == pytest.approx(coarse.k_c, abs=5e-5 * coarse.k_sharp)
+    assert coarse.k_s <= fine.k.min() <= coarse.k_s + 5e-5 * coarse.k_sharp
