@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.linalg import lu_factor, lu_solve
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import eval_jacobi, gammaln, ive, roots_jacobi, xlogy
 from threadpoolctl import threadpool_limits
@@ -80,6 +81,8 @@ TAIL_TOL = 1e-12
 #: ``max(1, |c W * rho|)``, ``K / K_#`` against itself); at most NEWTON_ITER steps.
 NEWTON_TOL = 1e-13
 NEWTON_ITER = 30
+#: Newton keeps its factorised Jacobian while each step is at least this many times smaller.
+CHORD_RATE = 10.0
 #: BLAS threads of the solver: its dense solves have at most 2 N_MAX + 2 unknowns, where threads
 #: cost more than they bring (OpenBLAS on 2 cores: 8x slower with its default threads, measured).
 BLAS_THREADS = 1
@@ -239,41 +242,55 @@ class _Zonal:
         log_lambda_1 = _log_funk_hecke(1, beta, d)
         self.M = np.exp(_log_zonal_kernel(t[:, None], t[None, :], as_float(beta), as_float(d)) - log_lambda_1)
         self.lambda_0_over_1 = float(np.exp(_log_funk_hecke(0, beta, d) - log_lambda_1))
-        basis = np.array([eval_jacobi(l, a, a, t) for l in range(n_nodes)])
-        self.basis = basis / np.sqrt((basis**2) @ self.w)[:, None]  # orthonormal in L^2(dmu)
+        top = np.array([eval_jacobi(l, a, a, t) for l in (n_nodes - 2, n_nodes - 1)])
+        self.top = top / np.sqrt((top**2) @ self.w)[:, None]  # the two highest, orthonormal in L^2(dmu)
 
     def newton(self, guess: _State, normal: tuple[float, float], anchor: tuple[float, float]) -> _State:
         """Solve Eq. N4, ``sum w t e^u = r`` and ``normal . ((r, log kappa) - anchor) = 0`` from ``guess``.
 
-        Eq. N4 on the nodes: ``u = kappa M w e^u - log sum w e^{kappa M w e^u}``. Exact Jacobian.
+        Eq. N4 on the nodes: ``u = kappa M w e^u - log sum w e^{kappa M w e^u}``. Chord iterations on
+        the exact Jacobian, factorised anew whenever an iteration shrinks the step less than
+        CHORD_RATE-fold (at the start, and as often as plain Newton where convergence is slow).
         """
         r, kappa, u = guess
         n = u.size
-        J = np.zeros((n + 2, n + 2))
-        J[n, n + 1] = -1.0
-        J[n + 1, n + 1] = normal[0]
+        lu, last = None, np.inf
         with np.errstate(over="ignore", invalid="ignore"):  # a diverging iterate ends in the check below
             for _ in range(NEWTON_ITER):
                 wr = self.w * np.exp(u)
                 h = self.M @ wr  # (W * rho) / lambda_1
                 v = kappa * h
                 log_z = v.max() + np.log(self.w @ np.exp(v - v.max()))
-                p = self.w * np.exp(v - log_z)
-                A = kappa * self.M * wr
-                J[:n, :n] = np.eye(n) - A + p @ A  # I - (I - 1 p^T) kappa M diag(w rho)
-                J[:n, n] = p @ h - h
-                J[n, :n] = wr * self.t
-                J[n + 1, n] = normal[1] / kappa
                 constraint = normal[0] * (r - anchor[0]) + normal[1] * (np.log(kappa) - anchor[1])
                 residual = np.concatenate([u - v + log_z, [wr @ self.t - r, constraint]])
-                if not (np.all(np.isfinite(J)) and np.all(np.isfinite(residual))):
+                if not np.all(np.isfinite(residual)):
                     break
-                step = np.linalg.solve(J, -residual)
+                if lu is None:
+                    lu = lu_factor(self._jacobian(wr, h, v, log_z, kappa, normal), check_finite=False)
+                step = lu_solve(lu, -residual, check_finite=False)
                 u, kappa, r = u + step[:n], kappa + step[n], r + step[n + 1]
                 size = max(np.abs(step[:n]).max() / max(1.0, np.abs(v).max()), abs(step[n]) / kappa, abs(step[n + 1]))
                 if size < NEWTON_TOL:
                     return _State(float(r), float(kappa), u)
+                if not size < last / CHORD_RATE:
+                    lu = None
+                last = size
         raise RuntimeError(f"Newton did not converge near r = {guess.r}")
+
+    def _jacobian(self, wr, h, v, log_z, kappa, normal) -> FloatArray:
+        """Jacobian of ``newton``'s residual in ``(u, kappa, r)``."""
+        n = wr.size
+        p = self.w * np.exp(v - log_z)
+        J = np.zeros((n + 2, n + 2))
+        A = J[:n, :n]
+        np.multiply(self.M, -kappa * wr, out=A)
+        A -= p @ A  # -(I - 1 p^T) kappa M diag(w rho)
+        A[np.diag_indices(n)] += 1.0
+        J[:n, n] = p @ h - h
+        J[n, :n] = wr * self.t
+        J[n, n + 1] = -1.0
+        J[n + 1, n:] = normal[1] / kappa, normal[0]
+        return J
 
     def at(self, r: float, guess: _State) -> _State:
         """The branch state with order parameter ``r`` (natural parameter)."""
@@ -307,9 +324,9 @@ class _Zonal:
         return float(wr @ state.u - 0.5 * state.kappa * wr @ self.M @ wr), -0.5 * state.kappa * self.lambda_0_over_1
 
     def resolved(self, state: _State) -> bool:
-        """True while the two highest Jacobi coefficients of ``rho`` are below TAIL_TOL times its norm."""
-        coefficients = self.basis @ (self.w * np.exp(state.u))
-        return bool(np.abs(coefficients[-2:]).max() < TAIL_TOL * np.linalg.norm(coefficients))
+        """True while the two highest Jacobi coefficients of ``rho`` are below TAIL_TOL times its L^2 norm."""
+        rho = np.exp(state.u)
+        return bool(np.abs(self.top @ (self.w * rho)).max() < TAIL_TOL * np.sqrt(self.w @ rho**2))
 
     def trace(self, d: int) -> list[_State]:
         """The branch from the uniform state until a profile is not resolved (not kept) or ``r`` reaches R_MAX.
