@@ -478,7 +478,7 @@ def _transition_at(beta: float, d: int, n_nodes: int) -> tuple[float, float, flo
         spinodal = minimize_scalar(
             lambda x: along(x).kappa, bounds=(i - 1, i + 1), method="bounded", options={"xatol": X_TOL}
         )
-        kappa_s = min(spinodal.fun, kappa_s)
+        kappa_s = min(float(spinodal.fun), kappa_s)
     return kappa_c, kappa_s, r_c
 
 
@@ -515,16 +515,21 @@ def transition(beta: float, d: int, n_nodes: int = N_NODES) -> Transition:
 
 
 def table(dims_star: range = range(2, 17), betas: range = range(1, 9), dims: tuple[int, ...] = (2, 3, 8)) -> str:
-    """Markdown: ``beta_*`` for ``dims_star``, then ``K_c / K_#``, ``K_s / K_#`` and ``r_c`` per ``(d, beta)``."""
+    """Markdown: ``beta_*`` for ``dims_star``, then ``K_#``, ``K_c / K_#``, ``K_s / K_#``, ``r_c``, the nodes of the
+    finer solve and the resolution (see Transition) per ``(d, beta)``."""
     lines = ["| d | beta_* |", "|---|---|"]
     lines += [f"| {d} | {beta_star(d):.12f} |" for d in dims_star]
-    lines += ["", "| d | beta | K_# | K_c / K_# | K_s / K_# | r_c | resolution |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| d | beta | K_# | K_c / K_# | K_s / K_# | r_c | nodes | resolution |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for d in dims:
         for beta in betas:
             tr = transition(beta, d)
             kc = "1 (continuous)" if tr.continuous else f"{tr.k_c / tr.k_sharp:.9f}"
             lines.append(
                 f"| {d} | {beta} | {tr.k_sharp:.9g} | {kc} | {tr.k_s / tr.k_sharp:.9f} | {tr.r_c:.6f} "
-                f"| {tr.resolution:.1e} |"
+                f"| {tr.n_nodes} | {tr.resolution:.1e} |"
             )
     return "\n".join(lines)
