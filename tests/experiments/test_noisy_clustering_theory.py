@@ -284,3 +284,12 @@ def test_k_c_and_k_s_match_a_finely_stepped_branch(monkeypatch):
     # the coarse grid (step 0.05) alone would leave
     assert k_c == pytest.approx(coarse.k_c, abs=5e-5 * coarse.k_sharp)
     assert coarse.k_s <= fine.k.min() <= coarse.k_s + 5e-5 * coarse.k_sharp
+
+
+def test_branch_passes_a_fold_in_r():
+    """At d = 16, beta = 8 the branch folds in r (r rises to ~0.212, falls to ~0.204, rises again) while K
+    keeps falling: a continuation in r alone stops there; the arclength continuation goes on."""
+    b = theory.clustered_branch(8.0, 16, n_nodes=128)
+    dr = np.diff(b.r)
+    assert (dr < 0).any() and b.r[-1] > 0.5  # past the fold (the 128 nodes resolve up to r ~ 0.6)
+    assert np.all(np.diff(b.k) < 0)  # still before the spinodal
