@@ -19,7 +19,7 @@ __all__ = ["BUILTIN", "ENTRY_POINTS", "get", "load_all", "names"]
 
 ENTRY_POINTS = "attnsweep.experiments"  # the entry-point group of experiments in other packages
 
-#: The built-in experiments, one per paper, as entry points of the group.
+#: The built-in experiments, one per paper and those past the papers, as entry points of the group.
 BUILTIN = tuple(
     EntryPoint(name, f"attnsweep.experiments.{name}:{cls}", ENTRY_POINTS)
     for name, cls in (
@@ -28,6 +28,7 @@ BUILTIN = tuple(
         ("mixture_training", "MixtureTraining"),
         ("causal_clustering", "CausalClustering"),
         ("cluster_emergence", "ClusterEmergence"),
+        ("noisy_clustering", "NoisyClustering"),
     )
 )
 

@@ -10,7 +10,8 @@ from helpers.project import tiny
 from attnsweep import registry
 from attnsweep.testing import ExperimentContract
 
-BUILT_IN = ("causal_clustering", "cluster_emergence", "critical_scaling", "mixture_training", "sphere_clustering")
+BUILT_IN = ("causal_clustering", "cluster_emergence", "critical_scaling", "mixture_training", "noisy_clustering",
+            "sphere_clustering")
 
 
 class BuiltIn(ExperimentContract):
@@ -28,7 +29,7 @@ for _name in BUILT_IN:
 
 
 def test_every_registered_built_in_is_checked():
-    assert set(BUILT_IN) <= set(registry.names())
+    assert set(BUILT_IN) == set(registry.names())
 
 
 @pytest.mark.parametrize("broken", ["default_wildcards", "targets"])

@@ -14,6 +14,8 @@
 - :mod:`.times`: output times on the integrator's step grid (numpy only: planning uses it).
 - :mod:`.ops`: batched products, the exponential and a pair count, through numpy or torch on a
   CPU, whichever :mod:`.cpu_paths` timed faster on the host.
+- :mod:`.langevin`: the same dynamics with Brownian noise on the sphere (projected
+  Euler-Maruyama), independent or common, its increments drawn per seed.
 - :mod:`.driver`: the systems of a job cut into chunks, run side by side on the CPU threads.
 
 Every function takes a batch: tokens ``x`` of shape (B, n, d), one system per row, so that
@@ -23,6 +25,12 @@ realisations and batched grid values integrate as one tensor batch.
 #: On a CPU a chunk of systems stays small: 256 MiB temporaries are page-faulted in anew each step
 #: (1.4x slower at n = 32, d = 32; benchmarks/RESULTS.md). A GPU takes the job's block_mib.
 CPU_CHUNK_MIB = 8
+
+
+#: Steps of noise increments :mod:`.langevin` draws at once per seed: part of the numbers' definition
+#: (a generator's stream cut into blocks of another length gives other numbers), and of a system's
+#: memory (here, torch-free, for the planner's estimates).
+NOISE_BLOCK = 32
 
 
 def cpu_chunk_bytes(block_mib: int) -> int:

@@ -13,7 +13,7 @@ common noise), N the projection onto the sphere. The renormalisation takes off
 the Stratonovich equation. With sigma = 0 it is :func:`~attnsweep.dynamics.sphere.euler` on the
 projected field, bit for bit.
 
-Increments come from one CPU generator per seed, drawn in float64 in blocks of :data:`BLOCK`
+Increments come from one CPU generator per seed, drawn in float64 in blocks of :data:`~attnsweep.dynamics.NOISE_BLOCK`
 steps and shared by every system of that seed (common random numbers across beta, K and the
 start): a seed's stream does not depend on how systems are cut into chunks or jobs.
 """
@@ -26,11 +26,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from attnsweep.dynamics import NOISE_BLOCK as BLOCK
 from attnsweep.dynamics import sphere
-
-#: Steps of increments drawn at once per seed: part of the numbers' definition (a generator's
-#: stream cut into blocks of another length gives other numbers).
-BLOCK = 32
 
 
 class Increments:

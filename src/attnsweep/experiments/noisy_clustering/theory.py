@@ -22,7 +22,7 @@ Contents: the Funk-Hecke eigenvalues of ``W`` (Eq. N5), the linear growth rates 
 (Eq. N6), the linear-stability threshold ``K_#`` (Eq. N7), the dimension's ``beta_*``, the curvature
 of the clustered branch at ``K_#`` (Eq. N8), and a spectral solver for the zonal stationary states
 (the clustered branch, its free energy, the critical coupling ``K_c``, the spinodal ``K_s``).
-Derivations: docs/experiments/noisy_clustering_theory.md.
+Derivations: docs/papers/noise.md.
 
 References: *A mathematical perspective on Transformers*, Geshkovski, Letrouit, Polyanskiy and
 Rigollet, arXiv:2312.10794 (the USA dynamics); *Phase transitions for the noisy transformer model in
