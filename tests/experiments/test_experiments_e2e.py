@@ -184,11 +184,37 @@ def check_cluster_emergence(out: Path) -> None:
     assert (table["t_star"] <= table["t_10"]).all()
 
 
+def check_noisy_clustering(out: Path) -> None:
+    """K_uniform, K_point: the seed-mean time-averaged |m| crossing the level along K, recomputed from
+    the per-seed averages; the mean-field columns against the solver run here (K_c, K_s in units of
+    K_#, to the CSV's 6 digits); the mean-field crossing from uniform tokens is
+    never below K_# (the uniform state is stable there) nor below the one from one point. Every
+    crossing is found (the tiny K grid, 0.5 to 2.5 K_#, spans it at n = 16: |m| ~ 0.25 below, > 0.9
+    above)."""
+    from attnsweep.experiments.noisy_clustering import theory
+
+    table = pd.read_csv(out / "boundary.csv")
+    sweep = open_store(out / "sweep.zarr")
+    level, k = sweep.attrs["level"], sweep["K"].values
+    mean = sweep["order"].mean("seed")
+    for row in table.itertuples():
+        for flag, initial in enumerate(("uniform", "point")):
+            curve = mean.sel(n=row.n, d=row.d, beta=row.beta, start=flag).values
+            assert crossing(k, curve, level) == pytest.approx(getattr(row, f"K_{initial}"), rel=1e-5), (row, initial)
+        solved = theory.transition(row.beta, row.d)
+        assert row.K_c == pytest.approx(solved.k_c / solved.k_sharp, rel=1e-5)  # the CSV: 6 digits
+        assert row.K_s == pytest.approx(solved.k_s / solved.k_sharp, rel=1e-5)
+    assert table[["K_uniform", "K_point"]].notna().all().all()
+    assert (table["K_uniform_mean_field"] >= 1).all()
+    assert (table["K_uniform_mean_field"] >= table["K_point_mean_field"]).all()
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     "sphere_clustering": check_sphere_clustering,
     "mixture_training": check_mixture_training,
     "causal_clustering": check_causal_clustering,
     "cluster_emergence": check_cluster_emergence,
+    "noisy_clustering": check_noisy_clustering,
 }
 
 

@@ -35,7 +35,8 @@ def reduce(sweep: xr.Dataset) -> xr.Dataset:
         out[f"{var}_trace"] = sweep[f"{var}_trace"].mean("seed")
         out[f"{var}_trace"].attrs.update(sweep[f"{var}_trace"].attrs, cell_methods="seed: mean")
     out["susceptibility"] = out["order_sq"] * out["n"]
-    out["susceptibility"].attrs.update(long_name="n <|m|^2>: 1 for independent uniform tokens", units="1")
+    out["susceptibility"].attrs.update(long_name="n times the squared length of m: 1 for independent uniform tokens",
+                                       units="1")
     out = out.compute()
     out.update(mean_field(out, sweep.attrs))
     out.attrs.update(sweep.attrs, seeds=sweep.sizes["seed"])
@@ -120,17 +121,17 @@ def mean_field(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
                                                "in the K axis' unit", "units": "1"}),
         "K_s": (db, k_s / scale, {"long_name": "K_s: the clustered branch's spinodal (mean field), in the K "
                                                "axis' unit", "units": "1"}),
-        "r_c": (db, r_c, {"long_name": "mean-field |m| of the clustered state at K_c (0: continuous)",
+        "r_c": (db, r_c, {"long_name": "mean-field order parameter of the clustered state at K_c (0: continuous)",
                           "units": "1"}),
         "beta_star": (("d",), np.array([theory.beta_star(int(d)) for d in ds]) * (1 if usa else np.nan),
                       {"long_name": "beta_*: continuous transition at or below it, discontinuous above",
                        "units": "1"}),
-        "susceptibility_theory": (dbk, chi, {"long_name": "mean-field n <|m|^2> below K_#: 1 / (1 - K/K_#)",
+        "susceptibility_theory": (dbk, chi, {"long_name": "mean-field susceptibility below K_#: 1 / (1 - K/K_#)",
                                              "units": "1"}),
         "order_mean_field": (("start", *db, "K_curve"), order, {
-            "long_name": "mean-field |m| reached from the start", "units": "1"}),
+            "long_name": "mean-field order parameter reached from the start", "units": "1"}),
         "K_level_mean_field": (("start", *db), crossing / scale, {
-            "long_name": "K where the mean-field |m| from the start reaches the level, in the K axis' unit",
+            "long_name": "K where the mean-field order parameter from the start reaches the level, in the K axis' unit",
             "units": "1"}),
     }, coords={"d": ds, "beta": betas, "K": ks, "start": summary["start"].values, "K_curve": curve})
     out["K_curve"].attrs.update(long_name="K (the K axis' unit) of the mean-field curves", units="1")
@@ -152,10 +153,11 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
         present = presence(one, (*dims, "seed", "K"))
         est, low, high = bootstrap_crossing(k, samples, level, present=present)
         out.update(interval_variables(f"K_{start}", dims, est, low, high,
-                                      f"K where the seed-mean |m| from {start} tokens crosses the level"))
+                                      f"K where the seed-mean order parameter from {start} tokens crosses the level"))
         out[f"K_{start}_mean_field"] = summary["K_level_mean_field"].sel(start=s, drop=True)
         out[f"K_{start}_mean_field"].attrs.update(
-            long_name=f"K where the mean-field |m| from {start} tokens reaches the level, in the K axis' unit")
+            long_name=f"K where the mean-field order parameter from {start} tokens reaches the level, in the K "
+                      "axis' unit")
     shape = xr.DataArray(np.zeros([out.sizes[c] for c in dims]), dims=dims, coords=out.coords)
     for var in ("K_sharp", "K_c", "K_s", "r_c"):
         out[var] = summary[var].broadcast_like(shape)

@@ -32,8 +32,8 @@ from attnsweep.stores.labels import SEED, label
 NAME = "noisy_clustering"
 DIMS = ("n", "d", "seed", "start", "beta", "K")
 OBSERVABLES: dict[str, str] = {
-    "order": "|m|, m = (1/n) sum_i x_i",
-    "order_sq": "|m|^2 (n <|m|^2> is 1 for independent uniform tokens)",
+    "order": "the length of m = (1/n) sum_i x_i (order parameter)",
+    "order_sq": "the squared length of m (n times it is 1 for independent uniform tokens)",
     "alignment": "top eigenvalue of (1/n) sum_i x_i x_i^T - I/d (degree-2 order, antipodal states)",
     "clusters": "connected components of <x_i, x_j> >= 1 - cluster_delta",
     "energy": "interaction energy (1/(2 beta n^2)) sum_{i,j} e^{beta <x_i, x_j>} (001 Eq. 3.5)",
