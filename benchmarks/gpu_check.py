@@ -43,6 +43,9 @@ so the bandwidth fractions are estimates, not measured traffic):
   and the tangent projection add a pass each).
 - cluster_emergence, per system-step: per stage, ``cost.field_products`` with Q^T K and V and
   e^{tV} (4 d^3); 8 n^2 + 20 n d numbers (softmax, flag check).
+- noisy_clustering, per system-step of USA (unfused: the weights e^{beta <x_i, x_j>}/n): the
+  products of ``cost.field_products``; 5 n^2 + 16 n d numbers (the noise adds a draw, moved to the
+  device, and a tangent projection per token).
 - mixture_training, per system-step (one gradient step of one system):
   ``mixture_training.step_flops``; 6 numbers per element-wise flop of its forward pass
   (10 N L^2 + 4 N L d: a read and a write, forward and a backward of twice the work).
@@ -168,6 +171,21 @@ def cut_training(plan: Plan, k: int) -> dict[str, Any]:
     return cut
 
 
+def noisy_steps(options: dict[str, Any]) -> int:
+    """Euler-Maruyama steps of a noisy_clustering job: burn-in and window."""
+    return int(round((options["burn_in"] + options["window"]) / options["dt"]))
+
+
+def cut_noisy(plan: Plan, k: int) -> dict[str, Any]:
+    """A noisy_clustering job to its first k steps: the burn-in first, then what the window keeps
+    (at least two records)."""
+    opts = plan.options
+    total = round(k * opts["dt"], 12)
+    burn_in = min(opts["burn_in"], total / 2)
+    window = max(total - burn_in, 2 * opts["record_every"] * opts["dt"])
+    return {"burn_in": burn_in, "window": window}
+
+
 def point(job: JobSpec) -> tuple[int, int, int]:
     """(n, d, bytes per number) of a job of one (n, d)."""
     return int(job.grid["n"][0]), int(job.grid["d"][0]), job.itemsize
@@ -198,6 +216,11 @@ def emergence_work(job: JobSpec) -> tuple[float, float]:
     n, d, size = point(job)
     stages = 4 if job.options["integrator"] == "rk4" else 1
     return stages * (cost.field_products(n, d, True) + 4 * d**3), stages * size * (8 * n * n + 20 * n * d)
+
+
+def noisy_work(job: JobSpec) -> tuple[float, float]:
+    n, d, size = point(job)
+    return cost.field_products(n, d), size * (5 * n * n + 16 * n * d)
 
 
 def mixture_work(job: JobSpec) -> tuple[float, float]:
@@ -231,6 +254,11 @@ CASES: dict[str, Case] = {
         "cluster_emergence_coordinates_high_d.yaml", emergence_work,
         "per stage 4 n^2 d + 4 n d^2 + 4 d^3 flops; 8 n^2 + 20 n d numbers",
         {"n": [16], "d": [4], "seeds": 2, "modes": 4}),
+    "noisy_clustering": Case(
+        "noisy_clustering_d3.yaml", "system-step", lambda plan: noisy_steps(plan.options), cut_noisy,
+        lambda job: systems(job, ("starts",)) * noisy_steps(job.options), noisy_work,
+        "4 n^2 d flops; 5 n^2 + 16 n d numbers (the noise: one draw and a projection per token)",
+        {"n": [32], "beta": [1.0], "K": [0.8, 1.0], "seeds": 2}),
     "mixture_training": Case(
         "mixture_training_paper.yaml", "system-step", lambda plan: plan.options["steps"], cut_training,
         lambda job: systems(job, ("modes", "engines")) * job.options["steps"], mixture_work,

@@ -57,17 +57,19 @@ def memory_bytes(job: JobSpec) -> int:
 
 def seconds(job: JobSpec) -> float:
     """burn_in + window over dt steps of every system (:func:`attnsweep.plan.cost.dynamics`, one
-    field evaluation each, plus the noise: one draw and a tangent projection per token and step);
+    field evaluation each, plus the noise where some K is finite: one draw and a tangent projection
+    per token and step);
     a record is the Gram matrix, the cluster components and a d x d eigenproblem."""
     opts = job.options
     systems = _systems(job)
     steps = (opts["burn_in"] + opts["window"]) / opts["dt"]
     records = len(recorded_steps(opts))
+    noisy = any(math.isfinite(k) for k in job.grid["K"])
     total = cost.JOB_S
     for n in map(int, job.grid["n"]):
         for d in map(int, job.grid["d"]):
             record = 2 * n * n * d + 30 * n * n + 10 * d ** 3
             batches = cost.chunks(systems, system_bytes(n, d, job.itemsize), cpu_chunk_bytes(job.block_mib))
             total += cost.dynamics(n, d, systems, steps, 1, records, record, batches, job.dtype,
-                                   stage_flops=40 * n * d)
+                                   stage_flops=40 * n * d if noisy else 0.0)
     return total
