@@ -21,13 +21,14 @@ waits until every other simulate job of the sweep has COMPLETED with its store w
 then cancels the stopped job; every other store must keep its inode and mtime, and every other
 job must have run once.
 
-SLURM sweeps run for two experiments, not every one: the profile, the group job and
-the time limits are the same rules for all, and a SLURM job costs some 10-20 s of CPU (the
-plugin's jobstep runs Snakemake within Snakemake, once for each rule of a group job), a third of
-the suite's 2 cores when every experiment had a sweep. What differs between experiments on a node
-is that the job runs in a fresh process; test_worker checks that for every experiment.
-critical_scaling is the card's experiment (and the cancelled and refined sweeps'); sphere_clustering
-once differed on SLURM in its last digits (cpu_paths, a path choice that depended on imports).
+A SLURM sweep runs for one experiment, not every one: the profile, the group job and the time
+limits are the same rules for all, and a SLURM job costs some 10-20 s of CPU (the plugin's jobstep
+runs Snakemake within Snakemake, once for each rule of a group job), a third of the suite's 2 cores
+when every experiment had a sweep. What differs between experiments on a node is that the job runs
+in a fresh process; test_worker checks that for every experiment, and test_cpu_paths that a fresh
+process takes the CPU paths any other does (sphere_clustering once differed on SLURM in its last
+digits for that reason, when it had a sweep here). critical_scaling is the card's experiment, and
+the cancelled and refined sweeps'.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm"
 START, STOP = REPO / "scripts" / "slurm-local-start.sh", REPO / "scripts" / "slurm-local-stop.sh"
-SWEPT = ("critical_scaling", "sphere_clustering")  # the experiments with a SLURM sweep (above: why)
+SWEPT = ("critical_scaling",)  # the experiments with a SLURM sweep (above: why)
 RETRIED = "critical_scaling"  # the sweep in which one running simulate task is cancelled
 PORTS = (6817, 6818)  # the start script's defaults
 # A hang guard on the module's sweeps, not a time they must meet: the module took 8:16 alone on a
