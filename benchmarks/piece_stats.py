@@ -21,7 +21,7 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from attnsweep.stores.layout import root_attrs
+from attnsweep.stores.probe import root_attrs
 
 
 def jobs(runs: Path, since: datetime | None) -> list[dict]:

@@ -175,7 +175,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_refine(args: argparse.Namespace) -> None:
-    from attnsweep.refine.rounds import drive  # heavy (xarray, zarr): only this command needs it
+    from attnsweep.refine.loop import drive  # heavy (xarray, zarr): only this command needs it
 
     status = drive(args.config, args.snakemake)
     if status:

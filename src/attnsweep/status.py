@@ -4,7 +4,7 @@ Each simulate job is in one of six states:
 
 - ``done``: its store is complete (stores are renamed into place only when whole);
 - ``bad``: its store is there but damaged or another job's, as far as a look at its size, its
-  zip directory and its root ``zarr.json`` tells (:func:`attnsweep.stores.layout.quick_problem`;
+  zip directory and its root ``zarr.json`` tells (:func:`attnsweep.stores.probe.quick_problem`;
   ``attnsweep verify`` reads every byte);
 - ``running``: its marker ``.NAME.zarr.running`` names a live process on this host, or a
   process on another host (a cluster node), which cannot be checked from here;
@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 from attnsweep.errors import INTERRUPTED
 from attnsweep.grid import format_value
 from attnsweep.plan.refinement import load_record, seeds_for
-from attnsweep.stores.layout import AGGREGATES, complete, missing_part, quick_problem
 from attnsweep.stores.marker import marker_path
+from attnsweep.stores.probe import AGGREGATES, complete, missing_part, quick_problem
 
 if TYPE_CHECKING:
     from attnsweep.jobspec import JobSpec
@@ -135,7 +135,7 @@ def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
 
 def damaged_aggregates(sweep: Sweep) -> list[tuple[Path, str]]:
     """Each aggregate of ``sweep`` that lacks a chunk (shard) or an array's metadata, with what it
-    lacks (:func:`attnsweep.stores.layout.missing_part`: names only, no data read; only the aggregates,
+    lacks (:func:`attnsweep.stores.probe.missing_part`: names only, no data read; only the aggregates,
     never a run store). Snakemake judges an aggregate by its timestamp alone, and a lost chunk reads
     back as its fill value (NaN): the workflow removes these at the start of a run, to rebuild them
     and what is built from them (``rules/common.smk``)."""

@@ -31,7 +31,7 @@ from attnsweep.plan.experiment_plan import Plan
 from attnsweep.reduce import aggregate
 from attnsweep.run.job import run_job
 from attnsweep.stores.io import open_store
-from attnsweep.stores.layout import root_attrs
+from attnsweep.stores.probe import root_attrs
 
 #: The modules of an experiment's package the contract's methods call: module -> (one of the
 #: methods, the functions they call).

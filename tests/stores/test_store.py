@@ -18,7 +18,7 @@ from helpers import processes
 
 from attnsweep.status import job_status
 from attnsweep.stores.io import open_store, write_atomic, write_file
-from attnsweep.stores.layout import complete, root_attrs
+from attnsweep.stores.probe import complete, root_attrs
 
 
 def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,7 @@ from attnsweep.plan.config import load_sweep
 from attnsweep.reduce import aggregate
 from attnsweep.run.job import run_job
 from attnsweep.stores.io import open_store, write_aggregate, write_atomic, write_file
-from attnsweep.stores.layout import chunk_keys
+from attnsweep.stores.probe import chunk_keys
 from attnsweep.stores.verify import NO_CHECKSUMS, check_aggregate, quarantine, verify_tree
 
 EXP = "critical_scaling"

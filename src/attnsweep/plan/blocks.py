@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from attnsweep.jobspec import JobSpec
-from attnsweep.stores.layout import root_attrs
+from attnsweep.stores.probe import root_attrs
 
 Point = tuple[Any, ...]
 

@@ -41,7 +41,7 @@ from attnsweep.stores.io import (
     write_aggregate,
     write_with,
 )
-from attnsweep.stores.layout import quick_problem, root_attrs
+from attnsweep.stores.probe import quick_problem, root_attrs
 from attnsweep.stores.reader import read_raw, read_stores, reading
 from attnsweep.stores.verify import check_aggregate
 
@@ -164,7 +164,7 @@ def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] |
 
 def _job_attrs(path: Path) -> dict:
     """The root attrs of a run store; :class:`BadStoreError` where they do not read or name
-    another job than its file name does (:func:`attnsweep.stores.layout.quick_problem`)."""
+    another job than its file name does (:func:`attnsweep.stores.probe.quick_problem`)."""
     problem = quick_problem(path)
     if problem:
         raise BadStoreError(str(path), problem)

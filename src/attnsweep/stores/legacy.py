@@ -8,7 +8,7 @@ place: the planner reuses them, ``collect`` reads them through zarr, ``attnsweep
 (:func:`pack`). The aggregates are directory stores by design; they are not this module's.
 
 The rest of the package knows one-file run stores only and turns to this module at one marked
-line each (``git grep -n legacy src``: :mod:`~attnsweep.stores.layout`, :mod:`~attnsweep.stores.verify`,
+line each (``git grep -n legacy src``: :mod:`~attnsweep.stores.probe`, :mod:`~attnsweep.stores.verify`,
 :mod:`~attnsweep.stores.reader`, :mod:`~attnsweep.cli`). Deleting this module, those lines and
 ``attnsweep pack`` drops the layout. The planner imports this module: zarr and xarray are
 imported where they are used.

@@ -27,7 +27,7 @@ from zarr.storage import ZipStore
 
 from attnsweep.errors import BadStoreError
 from attnsweep.stores.io import zarr_store
-from attnsweep.stores.layout import is_file_store, zip_problem
+from attnsweep.stores.probe import is_file_store, zip_problem
 
 
 @contextmanager

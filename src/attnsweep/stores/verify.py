@@ -49,7 +49,7 @@ from attnsweep.jobspec import JobSpec
 from attnsweep.stores import legacy
 from attnsweep.stores.contents import Variables, contents_problem
 from attnsweep.stores.io import open_store
-from attnsweep.stores.layout import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
+from attnsweep.stores.probe import AGGREGATES, describe, entry_text, is_file_store, missing_part, quick_problem
 from attnsweep.stores.reader import raw_layout
 
 #: What each aggregate is built into (all of it under ``RESULTS/EXPERIMENT``): quarantined, an

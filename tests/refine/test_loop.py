@@ -1,4 +1,4 @@
-"""attnsweep.refine.rounds.run_to_its_end: Snakemake, the refinement's child, sees one SIGINT however
+"""attnsweep.refine.loop.run_to_its_end: Snakemake, the refinement's child, sees one SIGINT however
 the interrupt came (to the whole process group, as from a terminal, or to the refinement alone)
 and none while it cleans up, ends by it, and only then does the interrupt go on."""
 
@@ -29,10 +29,10 @@ open(sys.argv[1], "w").write(str(len(got)))
 """
 DRIVER = """
 import sys
-from attnsweep.refine import rounds
-rounds.SIGINT_GRACE_S = float(sys.argv[1])
+from attnsweep.refine import loop
+loop.SIGINT_GRACE_S = float(sys.argv[1])
 try:
-    rounds.run_to_its_end([sys.executable, "-c", sys.argv[2], sys.argv[3]])
+    loop.run_to_its_end([sys.executable, "-c", sys.argv[2], sys.argv[3]])
 except KeyboardInterrupt:
     print("interrupted after the child ended", flush=True)
 """

@@ -1,4 +1,4 @@
-"""The two store layouts seen from outside, without zarr (the planner and ``attnsweep status``
+"""A store probed from its files alone, without zarr (the planner and ``attnsweep status``
 read them for thousands of jobs): a one-file store (a zip archive of a zarr v3 store, what a
 simulate job writes) or a zarr v3 directory store (the aggregates). See :mod:`attnsweep.stores.io`;
 run stores of earlier versions, directories too: :mod:`attnsweep.stores.legacy`.
