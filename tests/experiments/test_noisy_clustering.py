@@ -14,12 +14,14 @@ import math
 
 import numpy as np
 import pytest
+from helpers.project import tiny
 
 from attnsweep.errors import ConfigError
 from attnsweep.plan.config import load_sweep
 from attnsweep.reduce.aggregate import collect
 from attnsweep.run.job import run_job
 from attnsweep.stores.io import open_store
+from attnsweep.testing import ExperimentContract
 
 NAME = "noisy_clustering"
 
@@ -110,3 +112,13 @@ def test_fluctuations_at_the_uniform_state_follow_the_mean_field_susceptibility(
     mean, se = float(chi.mean("seed")), float(chi.std("seed", ddof=1)) / math.sqrt(16)
     expected = 2.0
     assert abs(mean - expected) < expected * (3 * 4 / n + 0.01) + 4 * se, (mean, se)
+
+
+@pytest.mark.slow
+class TestTwoSizes(ExperimentContract):
+    """The contract with two n: the tiny config has one, and the finite_size figure (the crossings
+    against n) is declared only for two or more; it once failed to draw there."""
+
+    name = NAME
+    section = {**tiny(NAME)["experiments"][NAME], "n": [8, 16], "d": [3], "beta": [3.0], "K": [0.5, 1.5, 2.5],
+               "seeds": 2, "burn_in": 2.0, "window": 2.0, "wildcards": ["n", "d"]}

@@ -61,7 +61,7 @@ def phase(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
 def hysteresis(summary: xr.Dataset, boundary: xr.Dataset, n: int) -> Figure:
     """One panel per (d, beta): |m| against K from each start, with the mean-field |m| and the level."""
     ds, betas, k = summary["d"].values, summary["beta"].values, summary["K"].values
-    fig = Figure(figsize=(3.0 * len(betas), 2.7 * len(ds)), layout="constrained")
+    fig = Figure(figsize=(max(3.0 * len(betas), 4.5), 2.7 * len(ds)), layout="constrained")  # room for the title
     axes = fig.subplots(len(ds), len(betas), squeeze=False)
     for row, d in zip(axes, ds):
         for ax, beta in zip(row, betas):
@@ -93,7 +93,7 @@ def finite_size(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
                 ax.errorbar(ns, est, yerr=error_bars(est, b[f"K_{start}_low"].values, b[f"K_{start}_high"].values),
                             fmt="o", mfc=FILL[start], color=f"C{j}", ms=4, capsize=2,
                             label=rf"$\beta$ = {format_value(beta)}" if s == 0 else None)
-                ax.axhline(float(b[f"K_{start}_mean_field"].isel(n=0)), color=f"C{j}", ls=LINE[start], lw=0.8)
+                ax.axhline(float(b[f"K_{start}_mean_field"]), color=f"C{j}", ls=LINE[start], lw=0.8)
         ax.set(xscale="log", xlabel="n", ylabel=_unit(summary), title=f"d = {int(d)}")
     axes[0].legend(fontsize=7)
     return fig
