@@ -74,8 +74,11 @@ def mean_field_crossing(branch: theory.Branch, level: float, start: str) -> floa
     upper = branch.r >= level
     if not upper.any():
         return np.nan
-    # r grows along the branch (the fold is in K), so K at r = level interpolates between points
-    least = min(float(np.interp(level, branch.r, branch.k)), float(branch.k[upper].min()))
+    # K where r first reaches the level, between the two branch points around it (r can fold back at
+    # large d, so no interpolation over the whole branch), or a point further on with a smaller K
+    j = int(np.argmax(upper))
+    at = branch.k[j] if j == 0 else np.interp(level, branch.r[j - 1:j + 1], branch.k[j - 1:j + 1])
+    least = min(float(at), float(branch.k[upper].min()))
     return max(least, branch.k_sharp) if start == "uniform" else least
 
 
@@ -103,7 +106,7 @@ def mean_field(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
             if tr is None:
                 continue
             k_c[i, j], k_s[i, j], r_c[i, j] = tr.k_c, tr.k_s, tr.r_c
-            branch = theory.clustered_branch(float(b), int(d))
+            branch = theory.clustered_branch(float(b), int(d), tr.n_nodes)  # as many nodes as resolved K_c
             for s, start in enumerate(STARTS):
                 order[s, i, j] = stable_order(branch, curve_abs[i, j], start)
                 crossing[s, i, j] = mean_field_crossing(branch, level, start)
