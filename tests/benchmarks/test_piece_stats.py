@@ -12,6 +12,8 @@ import piece_stats  # noqa: E402
 
 from attnsweep.stores.io import open_store  # noqa: E402
 
+pytestmark = pytest.mark.slow  # they read the tiny refinement, which takes ~50 s to make
+
 
 def test_points_and_jobs_match_the_sweep(tiny_refine: Path, capsys: pytest.CaptureFixture) -> None:
     """The tiny refinement's rounds: one job per round, and the points sweep.zarr marks simulated
