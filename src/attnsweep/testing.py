@@ -106,7 +106,7 @@ class ExperimentContract:
     def test_tiny_sweep_keeps_the_output_contract(self, tmp_path: Path) -> None:
         """Each job's store has every axis and ``seed`` as a dimension, holding exactly its job's
         values, and its identity; the stores collect into a sweep that reduces to a summary and
-        a boundary holding each target with its interval; every figure draws."""
+        a boundary holding each target its options declare, with its interval; every figure draws."""
         plan = self.tiny_plan()
         stores = []
         for job, spec in plan.jobs(tmp_path / "results").items():
@@ -122,7 +122,7 @@ class ExperimentContract:
         summary = aggregate.reduce(sweep, tmp_path / "summary.zarr")
         aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr")
         bnd = open_store(tmp_path / "boundary.zarr")
-        for target in self.experiment.targets:
+        for target in self.experiment.targets_for(plan.options):
             for var in (target.variable, f"{target.variable}_low", f"{target.variable}_high"):
                 assert var in bnd, f"boundary.zarr lacks {var!r}"
         for fig in self.experiment.figures(plan.grid, plan.options):

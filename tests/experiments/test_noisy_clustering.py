@@ -115,6 +115,29 @@ def test_fluctuations_at_the_uniform_state_follow_the_mean_field_susceptibility(
 
 
 @pytest.mark.slow
+def test_the_threshold_from_uniform_tokens_approaches_the_mean_field_one_as_n_grows(tmp_path):
+    """d = 3, beta = 1 (continuous: K_c = K_#), from uniform tokens: the K where |m| crosses 0.5.
+    In the mean field |m| is 0 up to K_# and then follows the clustered branch, which reaches 0.5 at
+    1.0998 K_#. At finite n, |m| has a floor of about (chi / n)^{1/2} below the transition (chi the
+    susceptibility, 1 / (1 - K/K_#)), which lifts the curve and brings the crossing earlier, by an
+    amount that shrinks at least as n^{-1/2} (the width of the critical window) as n grows: from
+    n = 16 to 64, at least halved. Asserted: K_16 < K_64 beyond their bootstrap intervals (8
+    seeds), and K_64 at least twice closer to the mean-field crossing than K_16. A K_# off by a
+    factor puts both far from 1.1 K_#; no approach from below (a floor that does not fall with n)
+    leaves them together."""
+    sweep = sweep_of(tmp_path, {"n": [16, 64], "d": [3], "beta": [1.0], "K": [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
+                                "starts": ["uniform"], "seeds": 8, "dt": 0.02, "burn_in": 5.0, "window": 20.0,
+                                "record_every": 5, "wildcards": ["n"]}, {"dtype": "float32"})
+    experiment = load_sweep({"experiments": {NAME: {}}}).plans[NAME].experiment
+    _, bounds = experiment.boundary(sweep, experiment.reduce(sweep))
+    at = bounds.sel(d=3, beta=1.0)
+    k, mean_field = at["K_uniform"], float(at["K_uniform_mean_field"])
+    assert mean_field == pytest.approx(1.0998, abs=1e-3)  # the clustered branch at r = 0.5 (theory's tests)
+    assert float(at["K_uniform_high"].sel(n=16)) < float(at["K_uniform_low"].sel(n=64)), at
+    assert abs(float(k.sel(n=64)) - mean_field) < abs(float(k.sel(n=16)) - mean_field) / 2, at
+
+
+@pytest.mark.slow
 class TestTwoSizes(ExperimentContract):
     """The contract with two n: the tiny config has one, and the finite_size figure (the crossings
     against n) is declared only for two or more; it once failed to draw there."""
@@ -122,3 +145,12 @@ class TestTwoSizes(ExperimentContract):
     name = NAME
     section = {**tiny(NAME)["experiments"][NAME], "n": [8, 16], "d": [3], "beta": [3.0], "K": [0.5, 1.5, 2.5],
                "seeds": 2, "burn_in": 2.0, "window": 2.0, "wildcards": ["n", "d"]}
+
+
+@pytest.mark.slow
+class TestOneStart(ExperimentContract):
+    """The contract with one start (the mean-field columns were once sized for both and failed)."""
+
+    name = NAME
+    section = {**tiny(NAME)["experiments"][NAME], "n": [8], "d": [2], "beta": [3.0], "K": [0.5, 1.5],
+               "starts": ["point"], "seeds": 2, "burn_in": 2.0, "window": 2.0}

@@ -97,8 +97,9 @@ def mean_field(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
     k_sharp = np.stack([theory.k_sharp(betas.astype(float), int(d)) for d in ds])
     level = float(attrs["level"])
     k_c, k_s, r_c = (np.full(shape, np.nan) for _ in range(3))
-    order = np.full((len(STARTS), *shape, len(curve)), np.nan)
-    crossing = np.full((len(STARTS), *shape), np.nan)
+    starts = [STARTS[int(code)] for code in summary["start"].values]  # the sweep's, one or both
+    order = np.full((len(starts), *shape, len(curve)), np.nan)
+    crossing = np.full((len(starts), *shape), np.nan)
     if usa:
         solved = _transitions(ds, betas)
         for (i, d), (j, b) in itertools.product(enumerate(ds), enumerate(betas)):
@@ -107,7 +108,7 @@ def mean_field(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
                 continue
             k_c[i, j], k_s[i, j], r_c[i, j] = tr.k_c, tr.k_s, tr.r_c
             branch = theory.clustered_branch(float(b), int(d), tr.n_nodes)  # as many nodes as resolved K_c
-            for s, start in enumerate(STARTS):
+            for s, start in enumerate(starts):
                 order[s, i, j] = stable_order(branch, curve_abs[i, j], start)
                 crossing[s, i, j] = mean_field_crossing(branch, level, start)
     scale = k_sharp if unit == "K_sharp" else np.ones(shape)
