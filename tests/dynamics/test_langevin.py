@@ -110,14 +110,13 @@ def test_noise_is_tangent_and_its_strength_scales_as_sigma():
     np.testing.assert_allclose(angle.numpy(), expected.numpy(), rtol=1e-6)  # arccos near 1: ~1e-8 absolute
 
 
-@pytest.mark.parametrize("d", [2, 3])
-def test_common_noise_contracts_nearby_tokens_at_rate_d_minus_1_over_2(d):
+def test_common_noise_contracts_nearby_tokens_at_rate_d_minus_1_over_2():
     # Two tokens at a small angle theta under common noise: the tangent vector u between them obeys
     # d log|u| = -sigma <x, o dW> (Stratonovich; docs/papers/noise.md, "Common noise"), whose Ito
     # form is -sigma <x, dW> - (d - 1) sigma^2 dt / 2, and USA with n = 2 closes the angle at
     # rate e^{beta cos theta} -> e^beta. So E log(theta_t / theta_0) = -((d - 1) sigma^2 / 2 + e^beta) t
     # to O(theta^2), with variance sigma^2 t (the martingale's quadratic variation).
-    sigma, beta, dt, steps, systems = 1.0, 0.0, 2e-3, 500, 1000
+    d, sigma, beta, dt, steps, systems = 3, 1.0, 0.0, 2e-3, 500, 1000
     t = dt * steps
     theta0 = 1e-4
     x = torch.zeros(systems, 2, d, dtype=torch.float64)

@@ -88,11 +88,11 @@ def finite_size(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
     for ax, d in zip(axes, ds):
         for j, beta in enumerate(boundary["beta"].values):
             b = boundary.sel(d=d, beta=beta)
-            for s, start in _starts(summary):
+            for i, (_, start) in enumerate(_starts(summary)):
                 est = b[f"K_{start}"].values
                 ax.errorbar(ns, est, yerr=error_bars(est, b[f"K_{start}_low"].values, b[f"K_{start}_high"].values),
                             fmt="o", mfc=FILL[start], color=f"C{j}", ms=4, capsize=2,
-                            label=rf"$\beta$ = {format_value(beta)}" if s == 0 else None)
+                            label=rf"$\beta$ = {format_value(beta)}" if i == 0 else None)
                 ax.axhline(float(b[f"K_{start}_mean_field"]), color=f"C{j}", ls=LINE[start], lw=0.8)
         ax.set(xscale="log", xlabel="n", ylabel=_unit(summary), title=f"d = {int(d)}")
     axes[0].legend(fontsize=7)
