@@ -139,11 +139,14 @@ def test_the_threshold_from_uniform_tokens_approaches_the_mean_field_one_as_n_gr
 
 @pytest.mark.slow
 class TestTwoSizes(ExperimentContract):
-    """The contract with two n and one start: the tiny config has one n and both starts; the
-    finite_size figure (the crossings against n) is declared only for two or more n, and once
-    failed to draw there; the mean-field columns were once sized for both starts."""
+    """The contract with two n, one start and common noise: the tiny config has one n, both
+    starts and independent noise. The finite_size figure (the crossings against n) is declared
+    only for two or more n, and once failed to draw there, and again where no start crosses the
+    level (tokens at one point under common noise stay there: |m| = 1 at every K); the mean-field
+    columns were once sized for both starts."""
 
     name = NAME
     section = {**tiny(NAME)["experiments"][NAME], "n": [8, 16], "d": [3], "beta": [3.0], "K": [0.5, 1.5, 2.5],
-               "starts": ["point"], "seeds": 2, "burn_in": 2.0, "window": 2.0, "wildcards": ["n", "d"]}
+               "starts": ["point"], "noise": "common", "seeds": 2, "burn_in": 2.0, "window": 2.0,
+               "wildcards": ["n", "d"]}
 

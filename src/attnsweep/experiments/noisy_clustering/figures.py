@@ -94,7 +94,8 @@ def finite_size(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
                             fmt="o", mfc=FILL[start], color=f"C{j}", ms=4, capsize=2,
                             label=rf"$\beta$ = {format_value(beta)}" if i == 0 else None)
                 ax.axhline(float(b[f"K_{start}_mean_field"]), color=f"C{j}", ls=LINE[start], lw=0.8)
-        ax.set(xscale="log", xlabel="n", ylabel=_unit(summary), title=f"d = {int(d)}")
+        ax.set(xscale="log", xlim=(ns.min() / 1.5, ns.max() * 1.5), xlabel="n", ylabel=_unit(summary),
+               title=f"d = {int(d)}")  # the limits from n: no crossing at all (common noise) leaves no point
     axes[0].legend(fontsize=7)
     return fig
 
