@@ -36,7 +36,7 @@ def components(adjacent: Tensor) -> Tensor:
     component and never grow, so the fixed point gives every node of a component the index of
     its first node. The jumps let a label travel many hops per matrix pass: a noisy cluster's
     graph, a chain of overlapping caps, took 7.6 passes a record at n = 1024 without them, 40% of
-    the run; with them the run took 10.9 s instead of 15.2 (machine D). The worst case is still
+    the run; with them the whole process took 10.9 s instead of 15.2 (machine D). The worst case is still
     the longest path.
     """
     n = adjacent.shape[-1]
