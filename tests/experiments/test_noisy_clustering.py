@@ -44,6 +44,7 @@ def sweep_of(tmp_path, section: dict, top: dict | None = None):
     ({"dt": 500.0}, "dt", "exceeds"),
     ({"window": 0.01}, "window", "fewer than 2 records"),
     ({"d": [8], "beta": [8.0], "K": [1.5]}, "dt", "too coarse at beta = 8"),  # K e^beta dt = 13
+    ({"beta": [1000.0]}, "beta", "too large"),  # e^beta overflows float64
 ])
 def test_bad_input_is_one_line_naming_the_key(patch, key, words):
     with pytest.raises(ConfigError) as error:

@@ -70,7 +70,12 @@ class NoisyClustering(Experiment):
         for d in grid["d"]:
             k = couplings(finite, grid["beta"], int(d), options["K_unit"]) if finite else np.zeros((0, len(betas)))
             clock = k if options["clock"] == "noise" else np.ones_like(k)
-            rate = clock * (np.exp(betas) if options["normalisation"] == "usa" else 1.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                rate = clock * (np.exp(betas) if options["normalisation"] == "usa" else 1.0)
+            if not np.isfinite(rate).all():  # e^beta overflows, or K_# underflows against it
+                j = int(np.nonzero(~np.isfinite(rate))[1][0])
+                raise ConfigError(f"{prefix}.beta", f"beta = {betas[j]:g} is too large at d = {d}: the cluster's "
+                                  "rate K e^beta is no finite float64")
             if rate.size and rate.max() > worst[0]:
                 i, j = np.unravel_index(rate.argmax(), rate.shape)
                 worst = float(rate.max()), float(betas[j]), float(finite[i])
