@@ -133,7 +133,7 @@ def test_the_threshold_from_uniform_tokens_approaches_the_mean_field_one_as_n_gr
     _, bounds = experiment.boundary(sweep, experiment.reduce(sweep))
     at = bounds.sel(d=3, beta=1.0)
     k, mean_field = at["K_uniform"], float(at["K_uniform_mean_field"])
-    assert mean_field == pytest.approx(1.0998, abs=1e-4)  # 1.0998 written to 4 decimals; the solver resolves it to ~1e-12
+    assert mean_field == pytest.approx(1.0998, abs=1e-4)  # written to 4 decimals; solved to ~1e-12
     assert float(at["K_uniform_high"].sel(n=16)) < float(at["K_uniform_low"].sel(n=64)), at
     assert abs(float(k.sel(n=64)) - mean_field) < abs(float(k.sel(n=16)) - mean_field) / 2, at
 
