@@ -29,6 +29,7 @@ BUILTIN = tuple(
         ("causal_clustering", "CausalClustering"),
         ("cluster_emergence", "ClusterEmergence"),
         ("noisy_clustering", "NoisyClustering"),
+        ("normalized_attention", "NormalizedAttention"),
     )
 )
 

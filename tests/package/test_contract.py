@@ -11,7 +11,7 @@ from attnsweep import registry
 from attnsweep.testing import ExperimentContract
 
 BUILT_IN = ("causal_clustering", "cluster_emergence", "critical_scaling", "mixture_training", "noisy_clustering",
-            "sphere_clustering")
+            "normalized_attention", "sphere_clustering")
 
 
 class BuiltIn(ExperimentContract):

@@ -3,7 +3,9 @@
 Row convention: ``x`` is (B, n, d) with token x_i in row i, ``qk`` is (B, d, d) holding
 Q^T K, ``v`` is (B, d, d) holding V (None means the identity). ``causal`` (B,) bool marks the
 systems under the causal mask of paper 003 (CSA, Section 2): token i attends to j <= i only,
-itself included; None means full attention for every system, True causal for every system.
+itself included; None means full attention for every system, True causal for every system, and
+an (n, n) bool tensor hides key j from query i where True in every system (a sliding window,
+:func:`attnsweep.dynamics.heads.hidden_keys`; the diagonal stays visible).
 """
 
 from __future__ import annotations
@@ -25,14 +27,18 @@ def scores(x: Tensor, beta: Tensor, qk: Tensor | None) -> Tensor:
     return bmm(left, x.transpose(-1, -2))
 
 
-#: Which systems of a batch attend causally: None (none), a (B,) bool tensor, or True (all).
+#: Which systems of a batch attend causally: None (none), a (B,) bool tensor, or True (all); or
+#: an (n, n) bool tensor of the keys hidden from each query in every system.
 Causal = Tensor | bool | None
 
 
 def future_mask(causal: Causal, n: int, device: torch.device) -> Tensor | None:
-    """True where j > i in the systems marked ``causal``: (n, n) when all are, (B, n, n) when some."""
+    """True where j > i in the systems marked ``causal``: (n, n) when all are, (B, n, n) when some;
+    an (n, n) mask as given."""
     if causal is None or causal is False:
         return None
+    if isinstance(causal, Tensor) and causal.ndim == 2:
+        return causal
     future = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
     return future if causal is True else causal[:, None, None] & future
 
@@ -165,7 +171,7 @@ def stepper(integrator: str, beta: Tensor, qk: Tensor | None, v: Tensor | None,
         raise ValueError(f"unknown integrator {integrator!r} ({', '.join(INTEGRATORS)})") from None
 
     plan: tuple[bool, bool] | None = None
-    if isinstance(causal, Tensor) and bool(causal.all()):
+    if isinstance(causal, Tensor) and causal.ndim == 1 and bool(causal.all()):
         causal = True  # every system causal: one lower triangle, no per-system mask
 
     def f(x: Tensor, gram: Tensor | None = None) -> Tensor:

@@ -1,0 +1,84 @@
+"""(Q_h^T K_h, V_h) of every head of one realisation: the ensembles of simuformer's ``--randomKQ``
+and ``--randomV`` (its modes 0 to 4; mode 3 of KQ, mode 2 but for V's scale, is left out), or
+fixed by the config.
+
+Head h of realisation k draws from its own streams, keyed by (d, seed, h): the first H heads of a
+sweep with more heads are the heads of a sweep with H, and nothing depends on the job cut.
+Drawn on the CPU in float64. torch is imported by the draws alone: the captions name the ensembles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from attnsweep.run import rng
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+NAME = "normalized_attention"
+#: The std of GPT-2's initialisation (simuformer's modes 4).
+GPT2_STD = 0.02
+
+QK_ENSEMBLES = {
+    "identity": "Q_h^T K_h = I",
+    "ginibre": "Q_h^T K_h = G1 G2 / sqrt(d)",
+    "symmetric": "Q_h^T K_h = (G + G^T) / sqrt(2)",
+    "gpt2": f"Q_h^T K_h = {GPT2_STD} G",
+    "fixed": "Q_h^T K_h given in the config",
+}
+V_ENSEMBLES = {
+    "identity": "V_h = I",
+    "gaussian": "V_h = G / sqrt(d)",
+    "qk": "V_h = Q_h^T K_h / c",
+    "minus_qk": "V_h = -Q_h^T K_h / c",
+    "gpt2": f"V_h = {GPT2_STD} G",
+    "fixed": "V_h given in the config",
+}
+
+
+def draw(opts: dict[str, Any], d: int, heads: int, seed: int) -> tuple[Tensor | None, Tensor | None]:
+    """(QK, V), each (H, d, d) float64, or None where every head's is the identity."""
+    import torch
+
+    def gaussian(generator: torch.Generator) -> Tensor:
+        return torch.randn(d, d, generator=generator, dtype=torch.float64)
+
+    qk, v = [], []
+    for h in range(heads):
+        g = rng.generator(NAME, {"d": d}, seed, f"qk{h}")
+        if opts["qk"] == "ginibre":
+            qk.append(gaussian(g) @ gaussian(g) / math.sqrt(d))
+        elif opts["qk"] == "symmetric":
+            a = gaussian(g)
+            qk.append((a + a.T) / math.sqrt(2))
+        elif opts["qk"] == "gpt2":
+            qk.append(GPT2_STD * gaussian(g))
+        elif opts["qk"] == "fixed":
+            qk.append(torch.tensor(opts["qk_matrices"][h], dtype=torch.float64))
+        else:
+            qk.append(torch.eye(d, dtype=torch.float64))
+        g = rng.generator(NAME, {"d": d}, seed, f"v{h}")
+        if opts["v"] in ("qk", "minus_qk"):
+            scale = math.sqrt(d) if opts["qk"] in ("ginibre", "symmetric") else 1.0
+            v.append(qk[-1] / scale * (1 if opts["v"] == "qk" else -1))
+        elif opts["v"] == "gaussian":
+            v.append(gaussian(g) / math.sqrt(d))
+        elif opts["v"] == "gpt2":
+            v.append(GPT2_STD * gaussian(g))
+        elif opts["v"] == "fixed":
+            v.append(torch.tensor(opts["v_matrices"][h], dtype=torch.float64))
+        else:
+            v.append(torch.eye(d, dtype=torch.float64))
+    identity_qk = opts["qk"] == "identity"
+    identity_v = opts["v"] == "identity" or (opts["v"] == "qk" and identity_qk)
+    return (None if identity_qk else torch.stack(qk)), (None if identity_v else torch.stack(v))
+
+
+def definition(opts: dict[str, Any]) -> str:
+    """The ensembles in words, for the captions and the store's attrs."""
+    text = f"{QK_ENSEMBLES[opts['qk']]}, {V_ENSEMBLES[opts['v']]}"
+    if opts["v"] in ("qk", "minus_qk"):
+        text += f" (c = {'sqrt(d)' if opts['qk'] in ('ginibre', 'symmetric') else '1'})"
+    return text + ", G_ij ~ N(0, 1)" if {opts["qk"], opts["v"]} & {"ginibre", "symmetric", "gpt2", "gaussian"} else text
