@@ -19,10 +19,13 @@ RADIAL = ("pre_ln", "mix_ln", "peri_ln")
 def setting(options: dict[str, Any]) -> str:
     """The model's settings in one sentence."""
     mask = options["mask"] + ("" if options["window"] is None else f" with a window of width {options['window']}")
-    return (f"{WEIGHTS[options['weights']]}, heads {'summed' if options['reduction'] == 'sum' else 'averaged'}, "
-            f"{definition(options)}, {mask} mask, {options['integrator']} with dt = {format_value(options['dt'])}, "
-            f"nGPT alpha = {format_value(options['alpha'])}, Mix-LN tau = "
-            f"{format_value(options['mix_fraction'] * options['t_max'])}")
+    text = (f"{WEIGHTS[options['weights']]}, heads {'summed' if options['reduction'] == 'sum' else 'averaged'}, "
+            f"{definition(options)}, {mask} mask, {options['integrator']} with dt = {format_value(options['dt'])}")
+    if "ngpt" in options["schemes"]:
+        text += f", nGPT alpha = {format_value(options['alpha'])}"
+    if "mix_ln" in options["schemes"]:
+        text += f", Mix-LN tau = {format_value(options['mix_fraction'] * options['t_max'])}"
+    return text
 
 
 def caption_phase(n: int, heads: int, grid: dict[str, list[float]], options: dict[str, Any]) -> str:

@@ -65,9 +65,18 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
                                   flag_meanings=" ".join(SCHEMES))
     result.attrs.update({key: opts[key] for key in ("weights", "reduction", "qk", "v", "mask", "integrator", "dt",
                                                     "t_max", "delta", "cluster_delta")})
-    result.attrs.update(window=-1 if opts["window"] is None else opts["window"], alpha=opts["alpha"],
-                        tau=opts["mix_fraction"] * opts["t_max"], matrices_definition=matrices.definition(opts))
+    result.attrs.update(window=-1 if opts["window"] is None else opts["window"],
+                        matrices_definition=matrices.definition(opts))
+    if opts["alpha"] is not None:  # nGPT's step and Mix-LN's switch, where those schemes run
+        result.attrs["alpha"] = opts["alpha"]
+    if opts["mix_fraction"] is not None:
+        result.attrs["tau"] = switch_time(opts)
     return result
+
+
+def switch_time(opts: dict[str, Any]) -> float:
+    """Mix-LN's tau = mix_fraction t_max (0 where no Mix-LN runs and the option is left out)."""
+    return 0.0 if opts["mix_fraction"] is None else opts["mix_fraction"] * opts["t_max"]
 
 
 def integrate(n: int, d: int, index: np.ndarray, grid: dict[str, list], seeds: list[int], opts: dict[str, Any],
@@ -107,7 +116,7 @@ def _integrate_group(n: int, d: int, count: int, scheme: str, s: np.ndarray, b: 
         return heads.attention_vector(theta, beta, qk, v, count, opts["weights"], opts["reduction"], hidden, gram,
                                       plan)
 
-    rule = Scheme(scheme, alpha=opts["alpha"], tau=opts["mix_fraction"] * opts["t_max"])
+    rule = Scheme(scheme, alpha=opts["alpha"], tau=switch_time(opts))
     step = stepper(rule, opts["integrator"], opts["dt"], field)
     recorders = {
         "clustered": lambda g, r: observables.clustered_pairs(g, opts["delta"]),

@@ -1,0 +1,90 @@
+"""normalized_attention: bad input refused in one line, one head under Post-LN is sphere_clustering's
+run bit for bit, and results do not depend on the job cut. The engine's equations:
+tests/dynamics/test_normalization.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnsweep.errors import ConfigError
+from attnsweep.plan.config import load_sweep
+from attnsweep.reduce.aggregate import collect
+from attnsweep.run.job import run_job
+from attnsweep.stores.io import open_store
+
+NAME = "normalized_attention"
+
+
+def sweep_of(tmp_path, sections: dict, top: dict | None = None) -> dict:
+    """Every experiment of ``sections`` run in process, one sweep Dataset each."""
+    plans = load_sweep({"dtype": "float64", **(top or {}), "experiments": sections}).plans
+    out = {}
+    for name, plan in plans.items():
+        runs = [run_job(spec, tmp_path / name / "runs" / f"{path}.zarr", device="cpu", threads=1, progress=False)
+                for path, spec in plan.jobs().items()]
+        out[name] = open_store(collect(runs, tmp_path / name / "sweep.zarr")).load()
+    return out
+
+
+EYE2 = [[1.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize(("patch", "key", "words"), [
+    ({"heads": [0, 2]}, "heads", "outside"),
+    ({"schemes": ["post_ln", "rms_ln"]}, "schemes", "rms_ln"),
+    ({"window": 9}, "window", "wider than every n"),
+    ({"window": 0}, "window", "minimum"),
+    ({"mask": "sideways"}, "mask", "sideways"),
+    ({"qk": "fixed"}, "qk_matrices", "is needed"),
+    ({"d": [2, 3], "qk": "fixed", "qk_matrices": [EYE2]}, "qk_matrices", "single d and a single heads"),
+    ({"d": [2], "heads": [2], "qk": "fixed", "qk_matrices": [EYE2]}, "qk_matrices", "1 matrices for heads = 2"),
+    ({"d": [2], "heads": [2], "v": "fixed", "v_matrices": [EYE2, [[1.0, 0.0]]]}, "v_matrices[1]", "not d x d"),
+    ({"d": [2], "heads": [1], "v_matrices": [EYE2]}, "v_matrices", "v: fixed only"),
+    ({"integrator": "euler_anchor"}, "schemes", "no mix_ln, ln_scaling"),
+    ({"observables": ["radius"]}, "observables", "clustered"),
+    ({"dt": 50.0}, "dt", "exceeds"),
+    ({"alpha": 0.0}, "alpha", "0"),
+])
+def test_bad_input_is_one_line_naming_the_key(patch, key, words):
+    with pytest.raises(ConfigError) as error:
+        load_sweep({"experiments": {NAME: {"n": [8], "d": [3], "heads": [1], **patch}}})
+    message = str(error.value)
+    assert f"experiments.{NAME}.{key}" in message and words in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("n", [6, 3])  # n >= d, and n < d, where both integrate in the span of x(0)
+def test_one_head_post_ln_is_sphere_clustering_bit_for_bit(tmp_path, n):
+    """Same tokens (keyed alike), the same engine: every recorded array equal, through the jobs and
+    the collection."""
+    common = {"n": [n], "d": [4], "beta": [0.5, 4.0], "seeds": 3, "t_max": 6.0, "outputs": 13}
+    sweeps = sweep_of(tmp_path, {
+        "sphere_clustering": {**common, "observables": ["clustered", "clusters", "boolean_rank", "min_cosine"]},
+        NAME: {**common, "heads": [1], "schemes": ["post_ln"], "observables": ["clustered", "clusters",
+                                                                               "boolean_rank", "min_cosine"]},
+    })
+    ours = sweeps[NAME].isel(heads=0, scheme=0)
+    theirs = sweeps["sphere_clustering"].isel(rho=0, gamma=0)
+    for var in ("clustered", "clusters", "boolean_rank", "min_cosine"):
+        a, b = ours[var].transpose("n", "d", "seed", "beta", "t"), theirs[var].transpose("n", "d", "seed", "beta", "t")
+        np.testing.assert_array_equal(a.values, b.values, err_msg=var)
+    assert 0 < float(ours["clustered"].isel(t=-1).mean()) <= 1  # something happened: a test that can fail
+
+
+def test_a_job_is_independent_of_the_job_cut_and_the_chunking(tmp_path, monkeypatch):
+    """One job for everything, one per (n, d, heads, seed), and chunks of one system: the same
+    arrays bit for bit (tokens keyed by (n, d, seed), matrices by (d, seed, head))."""
+    section = {"n": [4, 6], "d": [3], "heads": [1, 2], "beta": [1.0, 5.0], "seeds": 2, "qk": "ginibre",
+               "v": "gaussian", "t_max": 2.0, "outputs": 5}
+    sweeps = {}
+    for name, wildcards in (("single", []), ("fanned", ["n", "d", "heads", "seed"]), ("chunked", ["n", "d"])):
+        if name == "chunked":  # every system claims the whole 1 MiB budget: one a chunk
+            monkeypatch.setattr("attnsweep.experiments.normalized_attention.simulate.system_bytes",
+                                lambda *a: 1 << 20)
+        sweeps[name] = sweep_of(tmp_path / name, {NAME: {**section, "wildcards": wildcards}}, {"block_mib": 1})[NAME]
+    ref = sweeps["single"]
+    assert not np.isnan(ref["clustered"].values).any()
+    for other in ("fanned", "chunked"):
+        for var in ref.data_vars:
+            if var != "simulated":
+                np.testing.assert_array_equal(sweeps[other][var].values, ref[var].values, err_msg=f"{other}: {var}")
