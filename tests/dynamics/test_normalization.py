@@ -275,8 +275,9 @@ def test_a_window_of_width_n_is_no_window_bit_for_bit(mask, matrices):
     if matrices == "identity":
         qk = v = None
     count = 1 if qk is None else H
-    a = heads.attention_vector(theta, beta, qk, v, count, "sa", "sum", heads.hidden_keys(6, mask, None, theta.device))
-    b = heads.attention_vector(theta, beta, qk, v, count, "sa", "sum", heads.hidden_keys(6, mask, 6, theta.device))
-    assert torch.equal(a, b)
-    narrower = heads.attention_vector(theta, beta, qk, v, count, "sa", "sum", heads.hidden_keys(6, mask, 5, theta.device))
-    assert not torch.equal(a, narrower)  # a window of n - 1 hides the corners
+    def vector(window: int | None) -> torch.Tensor:
+        hidden = heads.hidden_keys(6, mask, window, theta.device)
+        return heads.attention_vector(theta, beta, qk, v, count, "sa", "sum", hidden)
+
+    assert torch.equal(vector(None), vector(6))
+    assert not torch.equal(vector(None), vector(5))  # a window of n - 1 hides the corners
