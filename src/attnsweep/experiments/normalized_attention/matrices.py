@@ -4,15 +4,14 @@ fixed by the config.
 
 Head h of realisation k draws from its own streams, keyed by (d, seed, h): the first H heads of a
 sweep with more heads are the heads of a sweep with H, and nothing depends on the job cut.
-Drawn on the CPU in float64. torch is imported by the draws alone: the captions name the ensembles.
+Drawn on the CPU in float64. torch is imported by the draws alone: the captions, which Snakemake
+builds when it plans a run, name the ensembles.
 """
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
-
-from attnsweep.run import rng
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -41,6 +40,8 @@ V_ENSEMBLES = {
 def draw(opts: dict[str, Any], d: int, heads: int, seed: int) -> tuple[Tensor | None, Tensor | None]:
     """(QK, V), each (H, d, d) float64, or None where every head's is the identity."""
     import torch
+
+    from attnsweep.run import rng
 
     def gaussian(generator: torch.Generator) -> Tensor:
         return torch.randn(d, d, generator=generator, dtype=torch.float64)
