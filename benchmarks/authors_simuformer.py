@@ -100,7 +100,8 @@ def compare(args: argparse.Namespace) -> None:
     values = clustered.values[:, :, np.minimum(at, len(t) - 1)]
     mean, se = values.mean(0), values.std(0, ddof=1) / np.sqrt(values.shape[0])
     ok, diff, z = agreement(mean, se, base["density"])
-    print(f"max |ours - theirs| = {diff:.4f}, max z = {z:.2f}: {'agree' if ok else 'DISAGREE'} within Monte Carlo error")
+    verdict = "agree" if ok else "DISAGREE"
+    print(f"max |ours - theirs| = {diff:.4f}, max z = {z:.2f}: {verdict} within Monte Carlo error")
 
 
 def main() -> None:
