@@ -46,6 +46,8 @@ so the bandwidth fractions are estimates, not measured traffic):
 - noisy_clustering, per system-step of USA (unfused: the weights e^{beta <x_i, x_j>}/n): the
   products of ``cost.field_products``; 5 n^2 + 16 n d numbers (the noise adds a draw, moved to the
   device, and a tangent projection per token).
+- normalized_attention, per system-step of H heads with random Q_h^T K_h and V = I: per head the
+  scores and the weighted sum (4 n^2 d) and x Q_h^T K_h (2 n d^2); 5 n^2 + 6 n d numbers per head.
 - mixture_training, per system-step (one gradient step of one system):
   ``mixture_training.step_flops``; 6 numbers per element-wise flop of its forward pass
   (10 N L^2 + 4 N L d: a read and a write, forward and a backward of twice the work).
@@ -154,8 +156,10 @@ def cut_time(plan: Plan, k: int) -> dict[str, Any]:
     """A dynamics job to its first k steps, recording as often and keeping the snapshots before."""
     opts = plan.options
     t_max = round(k * opts["dt"], 12)
-    return {"t_max": t_max, "outputs": max(2, round((opts["outputs"] - 1) * k / steps(opts)) + 1),
-            "snapshot_times": [t for t in opts["snapshot_times"] if t <= t_max]}
+    cut = {"t_max": t_max, "outputs": max(2, round((opts["outputs"] - 1) * k / steps(opts)) + 1)}
+    if "snapshot_times" in opts:
+        cut["snapshot_times"] = [t for t in opts["snapshot_times"] if t <= t_max]
+    return cut
 
 
 def cut_training(plan: Plan, k: int) -> dict[str, Any]:
@@ -223,6 +227,13 @@ def noisy_work(job: JobSpec) -> tuple[float, float]:
     return cost.field_products(n, d), size * (5 * n * n + 16 * n * d)
 
 
+def normalized_work(job: JobSpec) -> tuple[float, float]:
+    n, d, size = point(job)
+    heads = int(job.grid["heads"][0])
+    stages = 4 if job.options["integrator"] == "rk4" else 1
+    return stages * heads * (4 * n * n * d + 2 * n * d * d), stages * size * heads * (5 * n * n + 6 * n * d)
+
+
 def mixture_work(job: JobSpec) -> tuple[float, float]:
     K, L, m = int(job.grid["K"][0]), int(job.grid["L"][0]), job.grid["m"][0]
     engines = job.options["engines"]
@@ -259,6 +270,10 @@ CASES: dict[str, Case] = {
         lambda job: systems(job, ("starts",)) * noisy_steps(job.options), noisy_work,
         "4 n^2 d flops; 5 n^2 + 16 n d numbers (the noise: one draw and a projection per token)",
         {"n": [32], "beta": [1.0], "K": [0.8, 1.0], "seeds": 2}),
+    "normalized_attention": dynamics(
+        "normalized_attention_paper.yaml", normalized_work,
+        "per head 4 n^2 d + 2 n d^2 flops (V = I); 5 n^2 + 6 n d numbers",
+        {"d": [16], "heads": [2], "beta": [1.0, 4.0], "seeds": 2}, ("schemes",)),
     "mixture_training": Case(
         "mixture_training_paper.yaml", "system-step", lambda plan: plan.options["steps"], cut_training,
         lambda job: systems(job, ("modes", "engines")) * job.options["steps"], mixture_work,
