@@ -209,12 +209,42 @@ def check_noisy_clustering(out: Path) -> None:
     assert (table["K_uniform_mean_field"] >= table["K_point_mean_field"]).all()
 
 
+def check_normalized_attention(out: Path) -> None:
+    """t* and beta*: the seed-mean clustered fraction crossing 1/2 along t, and its complement at
+    t_max along beta, recomputed. Exact facts of the schemes (docs/papers/normalization.md §3):
+    Mix-LN is Post-LN, the same numbers, before its switch tau; a Peri-LN layer moves a radius by
+    at most dt, so no radius leaves [1 - t, 1 + t]; Post-LN's radii stay 1."""
+    table = pd.read_csv(out / "boundary.csv")
+    sweep = open_store(out / "sweep.zarr").load()
+    schemes = sweep["scheme"].attrs["flag_meanings"].split()
+    flag = {name: schemes.index(name) for name in schemes}
+    mean, t, beta = sweep["clustered"].mean("seed"), sweep["t"].values, sweep["beta"].values
+    for row in table.itertuples():
+        curve = mean.sel(n=row.n, d=row.d, heads=row.heads, scheme=flag[row.scheme])
+        assert crossing(t, curve.sel(beta=row.beta).values, 0.5) == pytest.approx(row.t_star, rel=1e-5,
+                                                                                   nan_ok=True), row
+        assert crossing(beta, 1 - curve.isel(t=-1).values, 0.5) == pytest.approx(row.beta_star, rel=1e-5,
+                                                                                  nan_ok=True), row
+    assert table["t_star"].notna().any() and table["beta_star"].notna().any()
+    tau = sweep.attrs["tau"]
+    before = sweep.sel(t=t[t < tau])
+    for var in ("clustered", "min_cosine", "radius"):
+        np.testing.assert_array_equal(before[var].sel(scheme=flag["mix_ln"]).values,
+                                      before[var].sel(scheme=flag["post_ln"]).values, err_msg=var)
+    assert (sweep["radius"].sel(scheme=flag["mix_ln"]).isel(t=-1) > 1).all()  # and then it turns Pre-LN
+    peri = sweep.sel(scheme=flag["peri_ln"])
+    slack = 1e-5 * (1 + t)  # float32 roundoff of |x| over t / dt layers
+    assert ((peri["radius_max"] <= 1 + t + slack) & (peri["radius"] >= 1 - t - slack)).all()
+    assert (sweep["radius_max"].sel(scheme=flag["post_ln"]) == 1).all()
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     "sphere_clustering": check_sphere_clustering,
     "mixture_training": check_mixture_training,
     "causal_clustering": check_causal_clustering,
     "cluster_emergence": check_cluster_emergence,
     "noisy_clustering": check_noisy_clustering,
+    "normalized_attention": check_normalized_attention,
 }
 
 

@@ -53,8 +53,6 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     table = out.to_dataframe().reset_index()
     flags = sweep["scheme"].attrs["flag_meanings"].split()
     table["scheme"] = [flags[int(s)] for s in table["scheme"]]
-    table = table.rename(columns={"t_star_low": "t_star_ci_low", "t_star_high": "t_star_ci_high",
-                                  "beta_star_low": "beta_star_ci_low", "beta_star_high": "beta_star_ci_high"})
-    columns = ["n", "d", "heads", "scheme", "beta", "t_star", "t_star_ci_low", "t_star_ci_high", "beta_star",
-               "beta_star_ci_low", "beta_star_ci_high"]
+    columns = ["n", "d", "heads", "scheme", "beta", "t_star", "t_star_low", "t_star_high", "beta_star",
+               "beta_star_low", "beta_star_high"]
     return table[columns], out

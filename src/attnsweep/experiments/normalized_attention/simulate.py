@@ -34,8 +34,8 @@ VARIABLES: dict[str, dict[str, str]] = {
     "clusters": {"long_name": "connected components of <theta_i, theta_j> >= 1 - cluster_delta", "units": "1"},
     "boolean_rank": {"long_name": "rank of 1[<theta_i, theta_j> > 0.9999], simuformer's cluster count", "units": "1"},
     "min_cosine": {"long_name": "min over i != j of <theta_i, theta_j>", "units": "1"},
-    "radius": {"long_name": "mean radius r_i = |x_i| (1 without a radius)", "units": "1"},
-    "radius_max": {"long_name": "largest radius r_i = |x_i| (1 without a radius)", "units": "1"},
+    "radius": {"long_name": "mean radius r_i, the norm of x_i (1 without a radius)", "units": "1"},
+    "radius_max": {"long_name": "largest radius r_i, the norm of x_i (1 without a radius)", "units": "1"},
 }
 
 
