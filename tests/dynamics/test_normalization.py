@@ -56,7 +56,7 @@ def attention_loops(theta, beta, qk, v, weights, reduction, mask="full", window=
 
 def field_of(beta, qk, v, weights="sa", reduction="sum", mask="full", window=None, n=N):
     hidden = heads.hidden_keys(n, mask, window, torch.device("cpu"))
-    count = (qk if qk is not None else v).shape[1]
+    count = (qk if qk is not None else v).shape[1]  # one of them given
     return lambda theta, gram=None: heads.attention_vector(theta, beta, qk, v, count, weights, reduction, hidden,
                                                            gram)
 
@@ -64,12 +64,16 @@ def field_of(beta, qk, v, weights="sa", reduction="sum", mask="full", window=Non
 @pytest.mark.parametrize("weights", ["sa", "usa"])
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
 @pytest.mark.parametrize(("mask", "window"), [("full", None), ("causal", None), ("full", 2), ("causal", 3)])
-def test_the_attention_vector_is_eq_2_7_written_out(weights, reduction, mask, window):
+@pytest.mark.parametrize("values", ["random", "identity"])
+def test_the_attention_vector_is_eq_2_7_written_out(weights, reduction, mask, window, values):
     theta, beta, qk, v = draw()
+    if values == "identity":  # the engine's own path: the heads' weights summed, then one product
+        v = None
     a = field_of(beta, qk, v, weights, reduction, mask, window)(theta)
+    eye = np.broadcast_to(np.eye(D), (H, D, D))
     for k in range(theta.shape[0]):
-        expected = attention_loops(theta[k].numpy(), float(beta[k]), qk[k].numpy(), v[k].numpy(), weights,
-                                   reduction, mask, window)
+        expected = attention_loops(theta[k].numpy(), float(beta[k]), qk[k].numpy(),
+                                   eye if v is None else v[k].numpy(), weights, reduction, mask, window)
         np.testing.assert_allclose(a[k].numpy(), expected, rtol=0, atol=ROUNDOFF)
 
 
@@ -248,23 +252,24 @@ def test_one_head_post_ln_is_the_sphere_engine_bit_for_bit(integrator, causal, m
 
 
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
-@pytest.mark.parametrize("identity", [True, False])
-def test_identical_heads_are_one_head_averaged_or_h_times_one_summed(reduction, identity):
+@pytest.mark.parametrize("matrices", ["identity", "qk", "qk_and_v"])
+def test_identical_heads_are_one_head_averaged_or_h_times_one_summed(reduction, matrices):
     """H copies of one head: their mean is that head, their sum H times it. Summing H equal numbers
-    rounds at most H - 1 times, each by half an ulp of a sum at most H |a|: within H^2 eps |a|."""
+    rounds at most H - 1 times, each by half an ulp of a sum at most H |a|: within H^2 eps |a|.
+    (With V = I the heads' weights are summed before the product with x: the same bound.)"""
     theta, beta, qk, v = draw(h=1)
     count = 4
-    if identity:
-        qk = v = None
-        many = heads.attention_vector(theta, beta, None, None, count, "sa", reduction)
-    else:
-        many = heads.attention_vector(theta, beta, qk.expand(-1, count, -1, -1), v.expand(-1, count, -1, -1), count,
-                                      "sa", reduction)
+    qk = None if matrices == "identity" else qk
+    v = v if matrices == "qk_and_v" else None
+    copies = [None if m is None else m.expand(-1, count, -1, -1) for m in (qk, v)]
+    many = heads.attention_vector(theta, beta, *copies, count, "sa", reduction)
     one = heads.attention_vector(theta, beta, qk, v, 1, "sa", reduction)
     scale = count if reduction == "sum" else 1
     bound = count ** 2 * torch.finfo(torch.float64).eps * one.abs().max() * scale
     assert (many - scale * one).abs().max() <= bound
-    distinct = heads.attention_vector(theta, beta, *draw(h=count, seed=1)[2:], count, "sa", reduction)
+    other = draw(h=count, seed=1)[2:]
+    distinct = heads.attention_vector(theta, beta, other[0], other[1] if v is not None else None, count, "sa",
+                                      reduction)
     assert (distinct - scale * one).abs().max() > 1e-3  # different heads do differ
 
 

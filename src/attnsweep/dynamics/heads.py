@@ -57,8 +57,12 @@ def attention_vector(x: Tensor, beta: Tensor, qk: Tensor | None, v: Tensor | Non
         return a * heads if reduction == "sum" and heads > 1 else a
     b, n, d = x.shape
     rows = x.unsqueeze(1).expand(b, heads, n, d).reshape(b * heads, n, d)
-    values = rows if v is None else bmm(rows, v.reshape(b * heads, d, d).transpose(-1, -2))
     per_head = qk.reshape(b * heads, d, d) if qk is not None else None
+    if v is None and heads > 1:  # V_h = I: the heads' weights combined first, then one product with x
+        w = sphere.attention(rows, beta.repeat_interleave(heads), per_head, weights, causal=hidden)
+        w = w.view(b, heads, n, n)
+        return bmm(w.sum(1) if reduction == "sum" else w.mean(1), x)
+    values = rows if v is None else bmm(rows, v.reshape(b * heads, d, d).transpose(-1, -2))
     a = sphere.weighted_sum(rows, beta.repeat_interleave(heads), per_head, values, weights,
                             gram.repeat_interleave(heads, 0) if gram is not None and per_head is None else None,
                             hidden, plan).view(b, heads, n, d)
