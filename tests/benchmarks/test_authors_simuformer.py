@@ -22,7 +22,7 @@ def test_a_folder_whose_files_are_not_the_commit_s_is_refused(tmp_path: Path) ->
 
 
 def test_the_blob_hash_is_git_s() -> None:
-    assert authors_simuformer.git_blob(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2d48c5391"  # git's empty blob
+    assert authors_simuformer.git_blob(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"  # git's empty blob
 
 
 def test_agreement_within_and_beyond_the_monte_carlo_error() -> None:
