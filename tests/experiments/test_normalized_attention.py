@@ -88,3 +88,19 @@ def test_a_job_is_independent_of_the_job_cut_and_the_chunking(tmp_path, monkeypa
         for var in ref.data_vars:
             if var != "simulated":
                 np.testing.assert_array_equal(sweeps[other][var].values, ref[var].values, err_msg=f"{other}: {var}")
+
+
+def test_with_v_identity_the_span_of_the_tokens_carries_the_flow(tmp_path, monkeypatch):
+    """n = 4 tokens in d = 7 with random Q_h^T K_h and V = I, integrated in the span of x(0) (4
+    coordinates, the scores through U^T Q_h^T K_h U) and in R^7: the same flow in other coordinates.
+    float64, beta <= 1, t = 1: rounding (1e-15 an operation) grown at most by e^{beta |QK| t}, a few
+    hundred; allowed 1e-10."""
+    section = {"n": [4], "d": [7], "heads": [2], "beta": [0.5, 1.0], "seeds": 3, "qk": "ginibre", "t_max": 1.0,
+               "outputs": 11, "schemes": ["post_ln", "pre_ln", "peri_ln"], "observables": ["min_cosine", "radius",
+                                                                                      "clustered"]}
+    reduced = sweep_of(tmp_path / "reduced", {NAME: section})[NAME]
+    monkeypatch.setattr("attnsweep.experiments.normalized_attention.simulate.reduced_dimension", lambda n, d, o: d)
+    full = sweep_of(tmp_path / "full", {NAME: section})[NAME]
+    for var in ("min_cosine", "radius", "radius_max"):
+        np.testing.assert_allclose(reduced[var].values, full[var].values, rtol=0, atol=1e-10, err_msg=var)
+    assert float(abs(full["min_cosine"].isel(t=-1) - full["min_cosine"].isel(t=0)).max()) > 0.01  # they move

@@ -13,14 +13,21 @@ from attnsweep.plan import cost
 
 def identity_heads(opts: dict[str, Any]) -> bool:
     """Whether every head has Q_h = K_h = V_h = I (then all heads are one)."""
-    return opts["qk"] == "identity" and opts["v"] in ("identity", "qk")
+    return opts["qk"] == "identity" and identity_values(opts)
+
+
+def identity_values(opts: dict[str, Any]) -> bool:
+    """Whether every V_h = I."""
+    return opts["v"] == "identity" or (opts["v"] == "qk" and opts["qk"] == "identity")
 
 
 def reduced_dimension(n: int, d: int, opts: dict[str, Any]) -> int:
-    """The dimension the directions are integrated in: n when every head is the identity and
-    n < d (every scheme keeps theta_i in the span of the initial tokens:
-    :func:`attnsweep.dynamics.sphere.span_coordinates`), else d."""
-    return min(n, d) if identity_heads(opts) else d
+    """The dimension the directions are integrated in: n when every V_h = I and n < d, else d.
+    With V_h = I every A_i is a combination of the theta_j, so every scheme keeps the directions
+    in the span of the initial tokens, x = c U^T with U (d, n) orthonormal
+    (:func:`attnsweep.dynamics.sphere.span_coordinates`), and the scores read
+    c_i^T (U^T Q_h^T K_h U) c_j: the flow of c in R^n is the flow of x."""
+    return min(n, d) if identity_values(opts) else d
 
 
 def system_bytes(n: int, d: int, heads: int, size: int, integrator: str) -> int:

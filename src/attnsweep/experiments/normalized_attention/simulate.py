@@ -103,11 +103,14 @@ def _integrate_group(n: int, d: int, count: int, scheme: str, s: np.ndarray, b: 
     drawn = {i: matrices.draw(opts, d, count, seeds[i]) for i in np.unique(s)}
     qk = v = None
     if drawn[s[0]][0] is not None:
-        qk = torch.stack([drawn[i][0] for i in s]).to(device, dtype)
+        qk = torch.stack([drawn[i][0] for i in s])
     if drawn[s[0]][1] is not None:
         v = torch.stack([drawn[i][1] for i in s]).to(device, dtype)
-    if reduced_dimension(n, d, opts) < d:  # Q = K = V = I: the flow stays in the span of x(0)
-        x0, _ = sphere.span_coordinates(x0)
+    if reduced_dimension(n, d, opts) < d:  # V_h = I: the flow stays in the span of x(0)
+        x0, basis = sphere.span_coordinates(x0)
+        if qk is not None:  # U^T Q_h^T K_h U, in float64 before the cast
+            qk = basis.transpose(-1, -2)[:, None] @ qk @ basis[:, None]
+    qk = None if qk is None else qk.to(device, dtype)
     x0 = x0.to(device, dtype)
     hidden = heads.hidden_keys(n, opts["mask"], opts["window"], device)
     plan = (sphere.fused(beta, qk, opts["weights"]), sphere.needs_shift(beta, n, dtype))
