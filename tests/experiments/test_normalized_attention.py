@@ -104,3 +104,14 @@ def test_with_v_identity_the_span_of_the_tokens_carries_the_flow(tmp_path, monke
     for var in ("min_cosine", "radius", "radius_max"):
         np.testing.assert_allclose(reduced[var].values, full[var].values, rtol=0, atol=1e-10, err_msg=var)
     assert float(abs(full["min_cosine"].isel(t=-1) - full["min_cosine"].isel(t=0)).max()) > 0.01  # they move
+
+
+def test_a_system_that_overflows_records_nan_not_counts(tmp_path):
+    """USA's e^{beta <theta_i, theta_j>}/n past float32's range (beta = 200: e^200) turns the
+    state to NaN; its records are NaN, while beta = 1 beside it records numbers."""
+    section = {"n": [6], "d": [3], "heads": [1], "beta": [1.0, 200.0], "seeds": 2, "weights": "usa", "t_max": 1.0,
+               "outputs": 3, "schemes": ["post_ln", "pre_ln"]}
+    sweep = sweep_of(tmp_path, {NAME: section}, {"dtype": "float32"})[NAME]
+    for var in ("clustered", "clusters", "boolean_rank", "min_cosine", "radius"):
+        assert np.isnan(sweep[var].sel(beta=200.0).isel(t=-1)).all(), var
+        assert np.isfinite(sweep[var].sel(beta=1.0)).all(), var

@@ -134,6 +134,10 @@ def _integrate_group(n: int, d: int, count: int, scheme: str, s: np.ndarray, b: 
         values = {var: recorders[var](gram, state.r) for var in opts["observables"]}
         if "radius" in values:
             values["radius_max"] = state.r.amax(-1)
+        # A system whose state overflowed (USA's e^{score} past the dtype's range) records NaN, not
+        # the counts its NaN cosines would give.
+        finite = torch.isfinite(gram).flatten(1).all(-1) & torch.isfinite(state.r).all(-1)
+        values = {var: torch.where(finite, value.to(gram.dtype), torch.nan) for var, value in values.items()}
         return values, gram  # the step from k reuses the Gram matrix
 
     start = State(x0, torch.ones(x0.shape[:-1], dtype=dtype, device=device))
