@@ -13,6 +13,7 @@ import torch
 from attnsweep import registry
 from attnsweep.dynamics import cpu_paths
 from attnsweep.jobspec import JobSpec
+from attnsweep.run.allocator import keep_freed_memory
 from attnsweep.run.device import resolve_device, resolve_dtype
 from attnsweep.stores.io import provenance, write_file
 from attnsweep.stores.marker import running_marker
@@ -27,6 +28,7 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
     A marker next to ``out`` names this process while it works (``attnsweep status``).
     """
     experiment = registry.get(spec.experiment)
+    keep_freed_memory()  # no page faults for the tensors every step allocates anew
     torch_device = resolve_device(device)  # type: ignore[arg-type]
     dtype = resolve_dtype(spec.dtype)  # type: ignore[arg-type]
     if threads:
