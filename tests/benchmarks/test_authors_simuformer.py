@@ -26,8 +26,8 @@ def test_the_blob_hash_is_git_s() -> None:
 
 
 def test_agreement_within_and_beyond_the_monte_carlo_error() -> None:
-    """Four standard errors of the difference of two independent means, sqrt(2) se each, plus 1e-3."""
-    ours, se = np.array([[0.2, 0.5]]), np.array([[0.01, 0.02]])
-    assert authors_simuformer.agreement(ours, se, ours + 3 * np.sqrt(2) * se)[0]
-    ok, diff, z = authors_simuformer.agreement(ours, se, ours + 5 * np.sqrt(2) * se)
-    assert not ok and z == pytest.approx(5.0) and diff == pytest.approx(5 * np.sqrt(2) * 0.02)
+    """Four standard errors of the difference of two means of 400 fractions, sqrt(2 p (1 - p)/400),
+    plus 1e-3: at p = 0.5 that is 0.1414 + 0.001."""
+    assert authors_simuformer.agreement(np.array([0.44]), np.array([0.56]), 400)[0]  # 0.12 apart
+    ok, diff, z = authors_simuformer.agreement(np.array([0.42]), np.array([0.58]), 400)
+    assert not ok and diff == pytest.approx(0.16) and z == pytest.approx(0.16 / np.sqrt(2 * 0.25 / 400))
