@@ -39,6 +39,7 @@ def dry(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, str]:
     return json.loads((out / "gpu_check.json").read_text()), (out / "gpu_check.md").read_text(), done.stdout
 
 
+@pytest.mark.slow  # the dry run (~14 s of toy jobs) is the full suite's; the plans below are the fast tier's
 def test_every_section_and_experiment_in_the_json(dry: tuple[dict, str, str]) -> None:
     data = dry[0]
     sections = data["sections"]
@@ -62,6 +63,7 @@ def test_every_section_and_experiment_in_the_json(dry: tuple[dict, str, str]) ->
     assert data["meta"]["device_name"] and "dry" in data["meta"]["mode"]
 
 
+@pytest.mark.slow
 def test_one_table_row_per_entry_printed_last(dry: tuple[dict, str, str]) -> None:
     data, markdown, stdout = dry
     rows = [line.split(" | ")[:3] for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]

@@ -173,6 +173,7 @@ def test_idle_server_exits(tmp_path: Path) -> None:
     assert not socket.exists()
 
 
+@pytest.mark.slow  # ~11 s (a figure drawn twice, each in its own interpreter); stores: the fast tier
 def test_server_figure_equals_fresh_process(server: Server, tmp_path: Path) -> None:
     """`attnsweep aggregate figure` through the server draws the same PNG, byte for byte, as without one."""
     from attnsweep.reduce import aggregate

@@ -382,6 +382,7 @@ def store_files(results: Path) -> list[Path]:
     return sorted(p for p in results.rglob("*") if p.is_file() and ".zarr" in p.as_posix())
 
 
+@pytest.mark.slow  # ~15 s of faults planted one by one; the fast tier keeps the named faults above
 def test_random_faults_are_found_or_harmless(pristine: Path, tmp_path: Path) -> None:
     """Seeded random faults (cut short, bytes overwritten, a file deleted) at random places of
     the tree, one at a time: verify names a bad store, or every array reads back bit for bit as

@@ -47,7 +47,8 @@ def sleepers(seconds: str) -> list[psutil.Process]:
     return found
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+# The xdist case starts a session of two workers (~20 s): the full suite runs it, the fast tier the other.
+@pytest.mark.parametrize("workers", [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)], ids=["one process", "xdist"])
 def test_a_leftover_process_fails_the_session_and_is_ended(tmp_path: Path, workers: list[str]) -> None:
     tag = f"{os.getpid() % 1000}{len(workers)}"
     child, orphan, started = (f"7{tag}1", f"7{tag}2", f"7{tag}3")

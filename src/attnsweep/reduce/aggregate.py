@@ -289,3 +289,6 @@ def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)
+        # The layout the PNG's draw computed holds for the PDF (same size in inches): keep it, and
+        # spare the second draw a second constrained-layout solve (a quarter of a figure's saving).
+        fig.set_layout_engine("none")
