@@ -78,7 +78,7 @@ def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The SLURM module first: it is the longest (its sweeps wait on SLURM's polls) and gains most
     from running beside the rest; then the modules with slow tests, the fast ones last.
-    ``pytest -n 2 --dist loadfile`` hands files out in this order, so the last files, which decide
+    ``pytest -n 3 --dist loadfile`` hands files out in this order, so the last files, which decide
     how long one worker waits for the other at the end, are seconds long, not a minute."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.path.name != "test_slurm.py", item.path not in slow))

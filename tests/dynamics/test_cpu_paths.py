@@ -51,6 +51,7 @@ def test_the_first_choice_kept_holds(cache: Path) -> None:
     assert cpu_paths.choices() == one["paths"]
 
 
+@pytest.mark.slow  # several interpreters timing at once (~7 s); the single-process choices stay fast
 def test_processes_timing_at_once_agree(cache: Path) -> None:
     """Four fresh processes, none finding a choice kept: each reports the one in the file."""
     code = "import json; from attnsweep.dynamics import cpu_paths; print(json.dumps(cpu_paths.choices()))"
@@ -87,6 +88,7 @@ def test_a_forced_path_and_bad_input(cache: Path, monkeypatch: pytest.MonkeyPatc
         cpu_paths.choices()
 
 
+@pytest.mark.slow  # a whole job in a fresh interpreter (~10 s)
 def test_a_job_records_its_paths(cache: Path, tmp_path: Path) -> None:
     """A sphere_clustering job on the CPU records the choice it ran with; critical_scaling's
     kernel, which uses none of these primitives, records none."""

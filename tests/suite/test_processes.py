@@ -48,7 +48,10 @@ def sleepers(seconds: str) -> list[psutil.Process]:
 
 
 # The xdist case starts a session of two workers (~20 s): the full suite runs it, the fast tier the other.
-@pytest.mark.parametrize("workers", [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)], ids=["one process", "xdist"])
+XDIST = pytest.param(["-n", "2"], marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("workers", [[], XDIST], ids=["one process", "xdist"])
 def test_a_leftover_process_fails_the_session_and_is_ended(tmp_path: Path, workers: list[str]) -> None:
     tag = f"{os.getpid() % 1000}{len(workers)}"
     child, orphan, started = (f"7{tag}1", f"7{tag}2", f"7{tag}3")
