@@ -48,6 +48,9 @@ so the bandwidth fractions are estimates, not measured traffic):
   device, and a tangent projection per token).
 - normalized_attention, per system-step of H heads with random Q_h^T K_h and V = I: per head the
   scores and the weighted sum (4 n^2 d) and x Q_h^T K_h (2 n d^2); 5 n^2 + 6 n d numbers per head.
+- circle_synchronization, per system-step of the flow on the circle (an upper bound of the steps:
+  a start stops at rest): a Gram product of (n, 2) angles and two matrix-vector products, 6 n^2;
+  5 n^2 numbers (the exponentials and the weights).
 - mixture_training, per system-step (one gradient step of one system):
   ``mixture_training.step_flops``; 6 numbers per element-wise flop of its forward pass
   (10 N L^2 + 4 N L d: a read and a write, forward and a backward of twice the work).
@@ -242,6 +245,19 @@ def mixture_work(job: JobSpec) -> tuple[float, float]:
     return flops, 6 * job.itemsize * (10 * N * L * L + 4 * N * L * d)
 
 
+def circle_units(job: JobSpec) -> float:
+    """Euler steps of every start to t_max (resources.steps: an upper bound, a start stops at rest)."""
+    from attnsweep.experiments.circle_synchronization.resources import steps as circle_steps
+
+    return len(job.seeds) * sum(float(circle_steps(beta, norm, job.options)) for beta in job.grid["beta"]
+                                for norm in job.options["normalisations"])
+
+
+def circle_work(job: JobSpec) -> tuple[float, float]:
+    n, size = int(job.grid["n"][0]), job.itemsize
+    return 6 * n * n, size * 5 * n * n
+
+
 def dynamics(config: str, work: Callable[[JobSpec], tuple[float, float]], model: str, toy: dict[str, Any],
              batched: tuple[str, ...] = (), budget_s: float = BUDGET_S["jobs"]) -> Case:
     return Case(config, "system-step", lambda plan: steps(plan.options), cut_time,
@@ -274,6 +290,11 @@ CASES: dict[str, Case] = {
         "normalized_attention_paper.yaml", normalized_work,
         "per head 4 n^2 d + 2 n d^2 flops (V = I); 5 n^2 + 6 n d numbers",
         {"d": [16], "heads": [2], "beta": [1.0, 4.0], "seeds": 2}, ("schemes",)),
+    "circle_synchronization": Case(
+        "circle_synchronization_paper.yaml", "system-step", lambda plan: int(plan.options["t_max"]),
+        lambda plan, k: {"t_max": float(k)}, circle_units, circle_work,
+        "6 n^2 flops (a Gram product, two matrix-vector products); 5 n^2 numbers",
+        {"n": [8], "beta": [-1.0, 0.0], "seeds": 4}),
     "mixture_training": Case(
         "mixture_training_paper.yaml", "system-step", lambda plan: plan.options["steps"], cut_training,
         lambda job: systems(job, ("modes", "engines")) * job.options["steps"], mixture_work,

@@ -30,6 +30,7 @@ BUILTIN = tuple(
         ("cluster_emergence", "ClusterEmergence"),
         ("noisy_clustering", "NoisyClustering"),
         ("normalized_attention", "NormalizedAttention"),
+        ("circle_synchronization", "CircleSynchronization"),
     )
 )
 

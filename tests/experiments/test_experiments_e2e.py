@@ -240,6 +240,25 @@ def check_normalized_attention(out: Path) -> None:
     assert (sweep["radius_max"].sel(scheme=flag["post_ln"]) == 1).all()
 
 
+def check_circle_synchronization(out: Path) -> None:
+    """beta_c from the random starts recomputed from the classes of the sweep; the structured search's
+    beta_c(3) = beta_c(6) = -2/3 (three equal clusters, docs/papers/circle.md), to its bisection
+    tolerance; no certified spurious attractor at beta >= -0.16 (Polyanskiy, Rigollet, Yao) nor above
+    the structured threshold; every spurious one certified."""
+    table = pd.read_csv(out / "boundary.csv")
+    sweep = open_store(out / "sweep.zarr").load()
+    spurious = sweep["kind"] == 1
+    beta = sweep["beta"].values
+    for row in table.itertuples():
+        flag = sweep["normalisation"].attrs["flag_meanings"].split().index(row.normalisation)
+        found = spurious.sel(n=row.n, normalisation=flag).any("seed").values
+        assert row.beta_c_low == (beta[found].max() if found.any() else pytest.approx(np.nan, nan_ok=True)), row
+        assert abs(row.beta_c_structured + 2 / 3) <= 1e-6, row  # the CSV's 6 digits
+    assert not spurious.where(sweep["beta"] >= -0.16, False).any()
+    assert (table["excess"].dropna() <= 0).all()
+    assert (sweep["certified"].where(spurious, 1) == 1).all()
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     "sphere_clustering": check_sphere_clustering,
     "mixture_training": check_mixture_training,
@@ -247,6 +266,7 @@ CHECKS: dict[str, Callable[[Path], None]] = {
     "cluster_emergence": check_cluster_emergence,
     "noisy_clustering": check_noisy_clustering,
     "normalized_attention": check_normalized_attention,
+    "circle_synchronization": check_circle_synchronization,
 }
 
 

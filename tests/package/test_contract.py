@@ -10,8 +10,8 @@ from helpers.project import tiny
 from attnsweep import registry
 from attnsweep.testing import ExperimentContract
 
-BUILT_IN = ("causal_clustering", "cluster_emergence", "critical_scaling", "mixture_training", "noisy_clustering",
-            "normalized_attention", "sphere_clustering")
+BUILT_IN = ("causal_clustering", "circle_synchronization", "cluster_emergence", "critical_scaling",
+            "mixture_training", "noisy_clustering", "normalized_attention", "sphere_clustering")
 
 
 class BuiltIn(ExperimentContract):

@@ -1,0 +1,244 @@
+"""circle_synchronization against closed forms, exact small cases and the theorems of Problem 3.
+
+Closed forms (docs/papers/circle.md): the synchronised state's spectrum -n e^beta; n = 2's
+antipodal pair, eigenvalue 2 e^{-beta}; the splay state's circulant spectrum, whose n = 3 case
+turns stable exactly at beta = -2/3; the pair-plus-antipode of n = 3, intra-cluster eigenvalue
+-(2 e^beta - e^{-beta}). Theorems: no spurious attractor at beta >= -0.16 (Polyanskiy, Rigollet,
+Yao), none at beta > 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnsweep.experiments.circle_synchronization import clusters, critical, flow, potential, resources, structured
+
+EPS = np.finfo(float).eps
+BETAS = (-2.5, -0.7, 0.0, 0.4)
+
+
+def splay(n: int) -> np.ndarray:
+    return 2 * np.pi * np.arange(n) / n
+
+
+@pytest.mark.parametrize("beta", BETAS)
+def test_force_and_hessian_are_the_derivatives(beta: float) -> None:
+    """Central differences of E and of F at random angles, h = 1e-5. Truncation h^2/6 sup|f'''|
+    (each derivative of the terms is at most n e^{|beta|}(1 + |beta|)^3, n = 6 here) plus rounding
+    eps |f| / h (|f| <= n^2 e^{|beta|}): both below 1e-7 n^2 e^{|beta|}(1 + |beta|)^3."""
+    rng = np.random.default_rng(1)
+    n, h = 6, 1e-5
+    theta = rng.uniform(0, 2 * np.pi, n)
+    eye = np.eye(n)
+    grad = np.array([(potential.energy(theta + h * e, beta) - potential.energy(theta - h * e, beta)) / (2 * h)
+                     for e in eye])
+    hess = np.stack([(potential.force(theta + h * e, beta) - potential.force(theta - h * e, beta)) / (2 * h)
+                     for e in eye], 1)
+    tol = 1e-7 * n * n * math.exp(abs(beta)) * (1 + abs(beta)) ** 3
+    assert np.abs(n * n * grad - potential.force(theta, beta)).max() < tol
+    assert np.abs(hess - potential.hessian(theta, beta)).max() < tol
+    assert np.abs(potential.hessian(theta, beta).sum(-1)).max() < 10 * n * EPS * n * math.exp(abs(beta)) * 2
+
+
+@pytest.mark.parametrize("beta", BETAS)
+def test_the_synchronised_state_and_the_antipodal_pair(beta: float) -> None:
+    """H = e^beta (1 1^T - n I) at synchronisation: -n e^beta, n - 1 times off the rotation. n = 2
+    antipodal: H = e^{-beta} [[1, -1], [-1, 1]], eigenvalue 2 e^{-beta} > 0: a saddle at every beta.
+    Rounding: a few ulps of the entries (size n e^{|beta|})."""
+    n = 5
+    eig = potential.complement_spectrum(potential.hessian(np.full(n, 0.3), beta))
+    np.testing.assert_allclose(eig, -n * math.exp(beta), rtol=1e-13)
+    pair = potential.complement_spectrum(potential.hessian(np.array([0.0, np.pi]), beta))
+    np.testing.assert_allclose(pair, [2 * math.exp(-beta)], rtol=1e-13)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 7, 12])
+@pytest.mark.parametrize("beta", BETAS)
+def test_the_splay_state_spectrum_is_circulant(n: int, beta: float) -> None:
+    """mu_k = sum_{j=1}^{n-1} g'(2 pi j / n)(cos(2 pi j k / n) - 1), k = 1 ... n - 1; rounding of an
+    n x n eigenproblem with entries up to e^{|beta|}(1 + |beta|): 1e-12 of n e^{|beta|}(1 + |beta|)."""
+    j = np.arange(1, n)
+    mu = [float((potential.g1(2 * np.pi * j / n, beta) * (np.cos(2 * np.pi * j * k / n) - 1)).sum())
+          for k in range(1, n)]
+    got = potential.complement_spectrum(potential.hessian(splay(n), beta))
+    np.testing.assert_allclose(got, np.sort(mu), atol=1e-12 * n * math.exp(abs(beta)) * (1 + abs(beta)))
+
+
+def test_three_particles_by_hand() -> None:
+    """n = 3: the splay state's double eigenvalue -3 g'(2 pi/3) = 3 e^{-beta/2}(1/2 + 3 beta/4) changes
+    sign at beta = -2/3, the structured search's threshold of the family (1, 1, 1) to 1e-9; the pair
+    and antipode (0, 0, pi) has the intra-pair eigenvalue -(2 e^beta - e^{-beta}) and the
+    inter-cluster one 3 e^{-beta} > 0 (a saddle at every beta)."""
+    for beta in (-1.0, -2 / 3 + 1e-3, 0.3):
+        eig = potential.complement_spectrum(potential.hessian(splay(3), beta))
+        np.testing.assert_allclose(eig, 3 * math.exp(-beta / 2) * (0.5 + 0.75 * beta), rtol=1e-12, atol=1e-15)
+        intra, inter = clusters.spectrum(np.array([0.0, np.pi]), np.array([2.0, 1.0]), beta)
+        np.testing.assert_allclose(intra, [-(2 * math.exp(beta) - math.exp(-beta))], rtol=1e-13)
+        np.testing.assert_allclose(inter, [3 * math.exp(-beta)], rtol=1e-13)
+    found = structured.threshold((1, 1, 1), np.arange(-3.0, 0.5 + 1e-9, 0.05))
+    assert found is not None and found.end == "sign"
+    assert found.beta_low <= -2 / 3 <= found.beta_high and found.beta_high - found.beta_low <= 1e-9
+
+
+@pytest.mark.parametrize("masses", [(2, 1), (1, 2, 3), (3, 1, 1, 2), (2, 2, 2, 2, 1)])
+def test_the_reduced_spectrum_is_the_whole_hessians(masses: tuple[int, ...]) -> None:
+    """(C.2) and (C.3) against the n x n Hessian of the expanded configuration, at random cluster
+    angles (the two subspaces are invariant whether or not the configuration is critical). The
+    rotation's zero is dropped from both; rounding 1e-12 of n e^{|beta|}(1 + |beta|)."""
+    rng = np.random.default_rng(sum(masses))
+    for beta in BETAS:
+        phi = np.sort(rng.uniform(0, 2 * np.pi, len(masses)))
+        intra, inter = clusters.spectrum(phi, np.array(masses, float), beta)
+        reduced = np.sort(np.concatenate([np.repeat(intra, [m - 1 for m in masses if m >= 2]), inter]))
+        whole = potential.complement_spectrum(potential.hessian(np.repeat(phi, masses), beta))
+        np.testing.assert_allclose(reduced, whole, atol=1e-12 * sum(masses) * math.exp(abs(beta)) * (1 + abs(beta)))
+
+
+def test_sa_has_the_attractors_of_usa() -> None:
+    """At a critical point SA's Jacobian is D^{-1} H, D = diag(Z) > 0 (Sylvester: the inertia of H).
+    The 3-cluster state (2, 2, 2) at beta = -1 (stable) and 0 (a saddle): central differences of SA's
+    field (h = 1e-6; error h^2 and eps/h of entries of size e^{2|beta|}) have eigenvalues of the signs
+    of H's, and equal D^{-1} H."""
+    theta = np.repeat(splay(3), 2)
+    for beta, stable in ((-1.0, True), (0.0, False)):
+        h = 1e-6
+        jac = np.stack([(potential.sa_field(theta + h * e, beta) - potential.sa_field(theta - h * e, beta)) / (2 * h)
+                        for e in np.eye(6)], 1)
+        z = np.exp(beta * np.cos(potential.differences(theta))).sum(-1)
+        np.testing.assert_allclose(jac, potential.hessian(theta, beta) / z[:, None], atol=1e-7)
+        eig = np.sort(np.linalg.eigvals(jac).real)
+        top = eig[-1] if abs(eig[-1]) > 1e-6 else eig[-2]  # skip the rotation's zero
+        assert (top < 0) == stable
+
+
+def test_families_are_the_bracelets_of_compositions() -> None:
+    """families(n, k_max, spread) against brute force: every composition of n into k parts within
+    spread of n / k, up to rotation and reflection, plus the equal-mass ones of every k | n."""
+    for n, k_max, spread in ((7, 4, 7), (9, 5, 1), (12, 3, 0)):
+        want = set()
+        for k in range(2, min(k_max, n) + 1):
+            for c in itertools.product(range(1, n + 1), repeat=k):
+                if sum(c) == n and all(abs(m - n / k) <= spread for m in c):
+                    forms = [s[i:] + s[:i] for s in (c, c[::-1]) for i in range(k)]
+                    want.add(min(forms))
+        want |= {(n // k,) * k for k in range(2, n + 1) if n % k == 0}
+        assert set(structured.families(n, k_max, spread)) == want
+
+
+@pytest.mark.parametrize("normalisation", ["usa", "sa"])
+def test_the_batched_field_is_eq_7_1(normalisation: str) -> None:
+    """The torch field (cos/sin form) against potential's (differences form), float64: both sum n terms
+    of size e^{|beta|}, so they agree to 1e-13 e^{|beta|}."""
+    rng = np.random.default_rng(3)
+    theta = rng.uniform(0, 2 * np.pi, (4, 9))
+    beta = np.array([-2.0, -0.5, 0.0, 0.5])
+    got = flow.field(torch.tensor(theta), torch.tensor(beta), normalisation).numpy()
+    want = (potential.usa_field if normalisation == "usa" else potential.sa_field)(theta, beta)
+    np.testing.assert_allclose(got, want, atol=1e-13 * math.exp(2.0))
+
+
+def test_polish_and_classify_the_known_states() -> None:
+    """A perturbed splay of n = 3 polishes to the splay: spurious (certified) at beta = -1, a saddle at
+    beta = 0; a perturbed synchronised state polishes to synchronisation."""
+    rng = np.random.default_rng(4)
+    start = np.stack([splay(3) + 1e-3 * rng.standard_normal(3), splay(3) + 1e-3 * rng.standard_normal(3),
+                      1e-3 * rng.standard_normal(3)])
+    beta = np.array([-1.0, 0.0, -1.0])
+    theta = critical.polish(start, beta)
+    found = critical.classify(theta, beta)
+    assert [critical.KINDS[k] for k in found["kind"]] == ["spurious", "saddle", "synchronized"]
+    assert found["certified"][:2].all()
+    gaps = np.diff(np.sort(np.mod(theta[:2] - theta[:2, :1], 2 * np.pi)), axis=-1)
+    np.testing.assert_allclose(gaps, 2 * np.pi / 3, atol=1e-10)
+    assert critical.cluster_masses(np.repeat(splay(3), [2, 2, 1])[None]) == [(2, 2, 1)]
+
+
+def random_search(n: int, beta: float, starts: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``starts`` random starts at (n, beta), USA flow to t = 200, polished: the states and classes."""
+    gen = torch.Generator().manual_seed(n)
+    theta = torch.stack([flow.uniform_angles(n, gen) for _ in range(starts)])
+    betas = np.full(starts, beta)
+    end, _ = flow.integrate(theta, torch.tensor(betas), "usa", 0.5, 200.0, 1e-8)
+    polished = critical.polish(end.numpy(), betas)
+    return polished, critical.classify(polished, betas)
+
+
+def structured_points(n: int, beta: float) -> np.ndarray:
+    """Every critical point the structured search's Newton finds at (n, beta), all families of up to
+    six clusters: the saddles and minima the random flows leave alone."""
+    found = [clusters.Configuration(m, phi).angles() for m in structured.families(n, 6, n)
+             for phi in structured.critical_points(m, beta)]
+    return np.stack(found)
+
+
+def spurious_where_forbidden(n: int) -> list[str]:
+    """Certified spurious attractors at beta in {-0.16, 0, 0.5} (Polyanskiy, Rigollet, Yao: none at
+    beta >= -0.16), among 16 random end states and every structured critical point per beta."""
+    bad = []
+    for beta in (-0.16, 0.0, 0.5):
+        states = np.concatenate([random_search(n, beta, 16)[0], structured_points(n, beta)])
+        kinds = critical.classify(states, np.full(len(states), beta))["kind"]
+        bad += [f"n = {n}, beta = {beta}: {np.round(x, 6)}" for x in states[kinds == critical.KINDS.index("spurious")]]
+    return bad
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 8])
+def test_no_spurious_attractor_where_the_theorem_forbids_one(n: int) -> None:
+    """beta >= -0.16: no random end state and no critical point of the structured families is a
+    certified spurious attractor; they synchronise, or are saddles (or minima) of E."""
+    assert spurious_where_forbidden(n) == []
+
+
+def test_the_theorem_check_fails_on_a_wrong_hessian_sign(monkeypatch) -> None:
+    """The check above can fail: with the Hessian's sign flipped in the classification (a planted
+    error), the minima of E among the structured critical points (n = 3's splay state at beta > -2/3,
+    whose double eigenvalue 3 e^{-beta/2}(1/2 + 3 beta/4) is positive) read as spurious attractors."""
+    true = potential.hessian
+    monkeypatch.setattr(critical.potential, "hessian", lambda theta, beta: -true(theta, beta))
+    assert spurious_where_forbidden(3) != []
+
+
+def test_a_known_spurious_attractor_is_found_by_both_searches() -> None:
+    """n = 6, beta = -2 < -2/3: three pairs at the vertices of a triangle are a strict local maximum
+    (the family (2, 2, 2), stable below -2/3). The structured search finds its threshold at -2/3;
+    random starts reach it, certified, from some of 256 starts (about 5%: 13 expected, and the
+    chance of none would be e^{-13})."""
+    found = structured.threshold((2, 2, 2), np.arange(-3.0, 0.5 + 1e-9, 0.05))
+    assert found is not None and abs(found.beta_low + 2 / 3) < 1e-9
+    polished, classes = random_search(6, -2.0, 256)
+    spurious = classes["kind"] == critical.KINDS.index("spurious")
+    assert spurious.any() and classes["certified"][spurious].all()
+    assert {clusters.bracelet(m) for m in critical.cluster_masses(polished[spurious])} == {(2, 2, 2)}
+
+
+def test_the_certificate_refuses_what_it_cannot_prove() -> None:
+    """Random angles (far from any critical point: |F| of order n e^{|beta|}) and n = 3's splay state
+    at beta = -2/3 exactly (its double eigenvalue 3 e^{1/3}(1/2 - 1/2) is 0 up to rounding) are
+    neither spurious nor saddles: unresolved, uncertified. A polished point with a clear gap is
+    certified."""
+    rng = np.random.default_rng(5)
+    far = rng.uniform(0, 2 * np.pi, (8, 5))
+    found = critical.classify(far, np.full(8, -1.0))
+    assert not found["certified"].any() and (found["kind"] == critical.KINDS.index("unresolved")).all()
+    flat = critical.classify(splay(3)[None], np.array([-2 / 3]))
+    assert not flat["certified"][0] and critical.KINDS[flat["kind"][0]] == "unresolved"
+    clear = critical.classify(splay(3)[None], np.array([-1.0]))
+    assert clear["certified"][0] and critical.KINDS[clear["kind"][0]] == "spurious"
+
+
+@pytest.mark.parametrize("normalisation", ["usa", "sa"])
+def test_the_step_bound_holds(normalisation: str) -> None:
+    """rate(beta) bounds the spectral radius of the flow's Jacobian (central differences, h = 1e-6,
+    error ~1e-9 of entries of size rate) at random angles and at the structured critical points."""
+    rng = np.random.default_rng(7)
+    field = potential.usa_field if normalisation == "usa" else potential.sa_field
+    for beta in (-3.0, -1.0, 0.0, 0.5, 3.0):
+        for theta in [*rng.uniform(0, 2 * np.pi, (4, 7)), np.repeat(splay(3), [3, 2, 2])]:
+            h = 1e-6
+            jac = np.stack([(field(theta + h * e, beta) - field(theta - h * e, beta)) / (2 * h) for e in np.eye(7)], 1)
+            assert np.abs(np.linalg.eigvals(jac)).max() <= float(resources.rate(beta, normalisation)) * (1 + 1e-6)
