@@ -43,6 +43,10 @@ class CircleSynchronization(Experiment):
     # the next beta bracket it; new betas between them locate it.
     targets = (Target("beta_c", crossing="beta", curves=()),)
 
+    def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
+        """The polished angles' ``slot`` dimension: as long as the largest n."""
+        return {"slot": list(range(int(max(grid["n"]))))}
+
     def check(self, options: dict[str, Any], grid: dict[str, list[float]], prefix: str) -> None:
         from attnsweep.experiments.circle_synchronization.resources import rate
 

@@ -6,7 +6,9 @@ W_ij = e^{beta cos(theta_i - theta_j)} / n (USA) or the row softmax of beta cos(
 
     theta_i' = c_i (W s)_i - s_i (W c)_i,
 
-one Gram product, one exponential per pair and two products a step. Explicit Euler with
+the cosines c_i c_j + s_i s_j element-wise, one exponential per pair and one product W [c, s] a
+step (:func:`attnsweep.dynamics.ops.bmm`: one product per system, so a system's bits do not depend
+on what else shares its batch, nor a store on the job cut). Explicit Euler with
 dt = courant / rate(beta), rate a bound of the Jacobian's spectral radius
 (:func:`.resources.rate`). A system stops at its own t_max, or where max |theta'| < tol.
 """
@@ -18,23 +20,24 @@ import math
 import torch
 from torch import Tensor
 
+from attnsweep.dynamics.ops import bmm
 from attnsweep.experiments.circle_synchronization.resources import rate
 
 
 def field(theta: Tensor, beta: Tensor, normalisation: str) -> Tensor:
     """theta' (B, n) of Eq. 7.1 (USA) or its softmax form (SA)."""
     c, s = torch.cos(theta), torch.sin(theta)
-    x = torch.stack([c, s], -1)
-    logits = beta[:, None, None] * (x @ x.transpose(-1, -2))
+    logits = beta[:, None, None] * (c[:, :, None] * c[:, None, :] + s[:, :, None] * s[:, None, :])
     w = torch.softmax(logits, -1) if normalisation == "sa" else torch.exp(logits) / theta.shape[-1]
-    ws, wc = (w @ s[..., None])[..., 0], (w @ c[..., None])[..., 0]
-    return c * ws - s * wc
+    wx = bmm(w, torch.stack([c, s], -1))
+    return c * wx[..., 1] - s * wx[..., 0]
 
 
 def integrate(theta: Tensor, beta: Tensor, normalisation: str, courant: float, t_max: float, tol: float,
               check_every: int = 50) -> tuple[Tensor, Tensor]:
     """Euler steps of every system to its t_max or until max |theta'| < tol (checked every
     ``check_every`` steps): the final angles (B, n) and the time each ran (B,)."""
+    theta = theta.clone()
     dt = torch.as_tensor(courant / rate(beta.cpu().numpy(), normalisation), dtype=theta.dtype, device=theta.device)
     steps = torch.ceil(t_max / dt).to(torch.int64)
     time = torch.zeros_like(dt)

@@ -64,7 +64,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
             index = np.array(systems[first:first + per_chunk])
             b, s, k = index.T
             beta = np.asarray(grid["beta"], float)[b]
-            for norm in set(k):
+            for norm in np.unique(k):
                 rows = np.nonzero(k == norm)[0]
                 theta0 = starts[s[rows]].to(device, dtype)
                 end, time = flow.integrate(theta0, torch.as_tensor(beta[rows], dtype=dtype, device=device),
