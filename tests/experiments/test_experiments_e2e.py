@@ -9,10 +9,8 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
   sphere_clustering, the reference t* table for mixture_training (docs/papers/002.md §6), (d - 1)/2
   and Lemma C.1 for causal_clustering; cluster_emergence's theorems are checked on the same run by
   test_cluster_emergence);
-- grow a batched axis and add a value of a fanned-out one: only the new blocks are planned (a
-  dry run, every experiment); for one of them, kill -9 of the whole process tree at a seeded
-  random moment of that run's simulate, then resume: no old store is rewritten, and the
-  aggregates equal a from-scratch, uninterrupted run of the grown config bit for bit;
+- growing the grid and a kill -9 of the grown run: test_experiments_grow_e2e (its own module, so
+  that the suite's workers share the work);
 - every experiment's aggregate stores and boundary.csv against the output contract written in
   workflow/OUTPUTS.md (variables, dims, units, long_name, common attrs, columns).
 """
@@ -20,10 +18,6 @@ test_resilience and test_extend) through real Snakemake runs of its tiny config
 from __future__ import annotations
 
 import math
-import random
-import re
-import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,7 +27,7 @@ import pytest
 from helpers.figcheck import check_figure, data_axes
 from helpers.output_contract import output_contract, store_problems
 from helpers.project import tiny
-from helpers.workflow_runs import assert_same_store, crossing, final_stores, kill_tree, prepare, run_ok, start, wait_for
+from helpers.workflow_runs import crossing, final_stores
 
 from attnsweep import registry
 from attnsweep.plan.config import load_sweep
@@ -43,16 +37,6 @@ EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 
 pytestmark = pytest.mark.slow
-
-
-def data_target(experiment: str) -> str:
-    return f"results/{experiment}/boundary.csv"
-
-
-def planned_simulate_jobs(workdir: Path, experiment: str) -> int:
-    text = run_ok(workdir, data_target(experiment), "--dry-run", name="planned")
-    match = re.search(r"^simulate\s+(\d+)$", text, re.MULTILINE)
-    return int(match.group(1)) if match else 0
 
 
 @pytest.fixture(scope="module", params=EXPERIMENTS)
@@ -275,65 +259,6 @@ def test_boundary_meets_independent_truth(reference: tuple[str, Path]) -> None:
     experiment, workdir = reference
     assert set(CHECKS) == set(EXPERIMENTS), "add a boundary check for every experiment"
     CHECKS[experiment](workdir / "results" / experiment)
-
-
-def grown(experiment: str, ref: Path, work: Path) -> tuple[dict, dict[Path, int]]:
-    """The reference's directory copied to ``work`` (Snakemake's metadata included) with its config
-    grown along a batched axis and a fanned-out one; the config and the old stores' mtimes. Asserts
-    that only the new blocks are planned: one per old point (the new batched value), one whole
-    block per new point."""
-    config = tiny(experiment)
-    plan = load_sweep(config).plans[experiment]
-    batched = next(a for a in plan.experiment.axis_names if a not in plan.wildcards and len(plan.grid[a]) > 1)
-    fanned = next(a for a in plan.wildcards if a != "seed")
-    section = config["experiments"][experiment]
-    section[batched] = [*plan.grid[batched], 2 * max(plan.grid[batched]) + 1]
-    section[fanned] = [*plan.grid[fanned], max(plan.grid[fanned]) + 1]
-    points = len(plan.jobs())
-    shutil.copytree(ref, work, ignore=shutil.ignore_patterns("*.out", "logs", "locks"))
-    prepare(work, config)
-    old = {p: p.stat().st_mtime_ns for p in final_stores(work / "results" / experiment / "runs").values()}
-    new_points = len(load_sweep(config).plans[experiment].blocks()) - points
-    assert planned_simulate_jobs(work, experiment) == points + new_points
-    return config, old
-
-
-def test_growing_both_kinds_of_axis_plans_only_the_new_blocks(reference: tuple[str, Path], tmp_path: Path) -> None:
-    """Grow a batched axis and add a value of a fanned-out one to the reference's directory: only
-    the new blocks are planned (the planner's part, which depends on each experiment's axes)."""
-    experiment, ref = reference
-    grown(experiment, ref, tmp_path / "grown")
-
-
-#: The experiment the kill -9 below runs for: what it checks (a store renamed into place only when
-#: whole, the resume, bitwise equality with a fresh run) is the same code for every experiment, and
-#: critical_scaling has its own in test_resilience; causal_clustering is the cheapest of the rest.
-KILLED = "causal_clustering"
-
-
-def test_grow_then_kill_9_then_resume(tiny_run: Callable[[str], Path], tmp_path: Path) -> None:
-    """Kill -9 the grown run's whole process tree at a seeded random moment of a new block's
-    simulate and resume it: no old store is ever rewritten, and the aggregates equal a
-    from-scratch, uninterrupted run of the grown config bit for bit (a half-written store at a
-    final path would show there)."""
-    work = tmp_path / "grown"
-    config, old = grown(KILLED, tiny_run(KILLED), work)
-    proc = start(work, data_target(KILLED), name="killed")
-    marker = work / "results" / KILLED / "runs"
-    wait_for(proc, lambda: any(marker.rglob(".*.running")), "a simulate job in flight", work)
-    time.sleep(random.Random(20261123).uniform(0.0, 0.5))
-    kill_tree(proc, work)
-    assert {p: p.stat().st_mtime_ns for p in old} == old, "the killed run rewrote an old store"
-    run_ok(work, "--unlock", name="unlock")
-    run_ok(work, data_target(KILLED), name="resumed")
-    assert {p: p.stat().st_mtime_ns for p in old} == old, "the resumed run rewrote an old store"
-
-    fresh = prepare(tmp_path / "fresh", config)
-    run_ok(fresh, data_target(KILLED), name="fresh")
-    for name in AGGREGATES:
-        assert_same_store(work / "results" / KILLED / name, fresh / "results" / KILLED / name)
-    csv = data_target(KILLED)
-    assert (work / csv).read_bytes() == (fresh / csv).read_bytes()
 
 
 @pytest.mark.parametrize("experiment", registry.names())

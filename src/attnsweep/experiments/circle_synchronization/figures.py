@@ -6,6 +6,7 @@ import matplotlib
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 #: The proven bounds: a spurious attractor exists below -2/3 (for some n); none at or above -0.16.
 BOUNDS = {-2 / 3: "-2/3", -0.16: "-0.16"}
@@ -40,6 +41,7 @@ def beta_c(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
         ax.plot(x[~found], high[~found], "v", color=COLOURS[name], ms=4)
     ax.plot(n, summary["beta_c_structured"].sel(n=n).values, "k_", ms=10, mew=1.5, label="structured search")
     _bounds(ax)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("n")
     ax.set_ylabel(r"$\beta_c(n)$")
     ax.legend(fontsize=7, loc="lower right")
@@ -88,8 +90,9 @@ def families(summary: xr.Dataset, boundary: xr.Dataset) -> Figure:
             scatter = ax.scatter(n[mask], beta[mask], c=k[mask], cmap="plasma", vmin=2, vmax=max(k.max(), 3),
                                  s=14, marker=marker)
     if scatter is not None:
-        fig.colorbar(scatter, ax=ax, label="clusters k")
+        fig.colorbar(scatter, ax=ax, label="clusters k", ticks=MaxNLocator(integer=True))
     _bounds(ax)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("n")
     ax.set_ylabel("family threshold")
     return fig
