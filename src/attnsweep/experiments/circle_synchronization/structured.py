@@ -29,8 +29,9 @@ RANDOM_GUESSES = 4
 @dataclass(frozen=True)
 class Threshold:
     """A family's threshold: stable at ``beta_low``, not at ``beta_high`` (beta_high - beta_low <= tol),
-    how stability ends there (``"sign"``: an eigenvalue crosses 0; ``"fold"``: the branch ends), and
-    the stable configuration at ``beta_low``."""
+    how stability ends there (``"sign"``: an eigenvalue crosses 0; ``"fold"``: the branch ends;
+    ``"beyond"``: still stable at the grid's last beta, ``beta_high`` infinite), and the stable
+    configuration at ``beta_low``."""
 
     masses: tuple[int, ...]
     beta_low: float
