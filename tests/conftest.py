@@ -78,8 +78,10 @@ def tiny_refine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The SLURM module first: it is the longest (its sweeps wait on SLURM's polls) and gains most
     from running beside the rest; then the modules with slow tests, the fast ones last.
-    ``pytest -n 3 --dist loadfile`` hands files out in this order, so the last files, which decide
-    how long one worker waits for the other at the end, are seconds long, not a minute."""
+    ``pytest -n 3 --dist loadfile`` hands files out in this order (:func:`pytest_configure` turns
+    off xdist's own reordering, by count of tests, which put the SLURM module last but one), so
+    the last files, which decide how long one worker waits for the other at the end, are seconds
+    long, not minutes."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.path.name != "test_slurm.py", item.path not in slow))
 
@@ -119,6 +121,8 @@ def pytest_configure(config: pytest.Config) -> None:
     mixture_training job on 2 cores beside the other worker's torch: 0.34 s on one thread, 1.7-1.9 s
     on two). The processes the tests start choose their own threads, as in a user's run."""
     processes.adopt_orphans()
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep pytest_collection_modifyitems' order
+        config.option.loadscopereorder = False
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
