@@ -129,8 +129,11 @@ def cmd_validate(args: argparse.Namespace) -> None:
         seconds = plan.seconds()
         memory = max(plan.memory().values())
         figures = plan.experiment.figures(plan.grid, plan.options)  # as the workflow plans them
+        theory = [plan.experiment.theory_seconds(job) for job in plan.theory_jobs().values()]
+        besides = (f" and {len(theory)} theory jobs ({', '.join(plan.experiment.theory_axes)}; about "
+                   f"{sum(theory) / 3600:.2g} core-hours)" if theory else "")
         print(f"{name}: {len(plan.jobs())} jobs ({sizes} x seeds {len(plan.seeds)}; "
-              f"wildcards {', '.join(plan.wildcards) or 'none'}), {len(figures)} figures; about "
+              f"wildcards {', '.join(plan.wildcards) or 'none'}){besides}, {len(figures)} figures; about "
               f"{sum(seconds.values()) / 3600:.2g} core-hours, the largest job "
               f"{format_duration(max(seconds.values()))} and {memory / 2**20:.0f} MiB")
     print(f"{args.config}: valid (times are estimates on one CPU core: attnsweep.plan.cost)")

@@ -10,7 +10,11 @@ An experiment is a package, split by job into modules that the contract finds by
   coordinates) and ``boundary(sweep, summary)``;
 - ``captions.py``: ``figures(grid, options)``, the :class:`FigureSpec` list with its captions, as
   text (Snakemake builds it each time it plans a run); ``figures.py``: the functions that draw them;
-- ``resources.py``: ``memory_bytes(job)`` and ``seconds(job)``, the job's estimates.
+- ``resources.py``: ``memory_bytes(job)`` and ``seconds(job)``, the job's estimates;
+- ``theory.py`` (optional): ``theory(job)``, the Dataset of the experiment's theory at one point of
+  its :attr:`Experiment.theory_axes`, a job of its own (``results/<experiment>/theory/``) made
+  once per point and options, whatever seeds and other axes the sweep grows by; ``reduce``
+  finds its variables in the sweep. With ``resources.theory_seconds(job)``, its estimate.
 
 The class's methods call those functions, so an experiment writes each once, where it belongs,
 and overrides a method only to do otherwise. An entry point names the class (like xarray's
@@ -89,6 +93,9 @@ class Experiment:
     default_wildcards : axes fanned out as jobs unless the config says otherwise.
     version : bump when a change of the code changes the numbers: every job then reruns.
     targets : the boundaries refinement can make precise (none: the experiment takes no ``refine``).
+    theory_axes : the axes the experiment's theory is a function of, one theory job per point of
+        them (none: no theory jobs; a cheap theory belongs in ``reduce``), with
+        :meth:`theory_options`, the options it depends on.
 
     ``simulate`` must draw its random numbers from :func:`attnsweep.run.rng.generator` keyed by the
     axes that shape the draws and the seed only, so results do not depend on the job cut.
@@ -102,6 +109,7 @@ class Experiment:
     default_wildcards: ClassVar[tuple[str, ...]]
     version: ClassVar[int] = 1
     targets: ClassVar[tuple[Target, ...]] = ()
+    theory_axes: ClassVar[tuple[str, ...]] = ()
 
     def config_schema(self) -> dict[str, Any]:
         """The JSON schema of this experiment's config section: its axes, ``seeds``, ``wildcards``,
@@ -148,6 +156,11 @@ class Experiment:
         """
         return dict(options)
 
+    def theory_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options that change the numbers of a theory job (default: none). Leave them out of
+        :meth:`result_options`, so that changing one reruns the theory jobs alone."""
+        return {}
+
     def records(self, options: dict[str, Any]) -> dict[str, int]:
         """Records one system keeps (output times, recorded steps, snapshots), by the option key
         that sets them, counted without building them: checked against ``max_outputs`` before
@@ -171,6 +184,11 @@ class Experiment:
         """Run one job: a Dataset with every axis and ``seed`` as dimensions (``simulate.simulate``)."""
         return self.part("simulate").simulate(job, self.axes, device, dtype, progress)
 
+    def theory(self, job: JobSpec) -> xr.Dataset:
+        """The theory at one point of :attr:`theory_axes`: a Dataset with those axes as dimensions
+        (one value each) and no ``seed`` (``theory.theory``)."""
+        return self.part("theory").theory(job)
+
     def job_memory_bytes(self, job: JobSpec) -> int:
         """Estimated peak memory of one job in bytes, checked against ``max_job_mib`` up front
         (``resources.memory_bytes``)."""
@@ -181,6 +199,11 @@ class Experiment:
         checked against ``max_job_hours`` up front and given to Snakemake as the job's
         ``runtime`` (``resources.seconds``)."""
         return self.part("resources").seconds(job)
+
+    def theory_seconds(self, job: JobSpec) -> float:
+        """Estimated time of one theory job in seconds on one CPU core, Snakemake's ``runtime``
+        for it (``resources.theory_seconds``)."""
+        return self.part("resources").theory_seconds(job)
 
     def reduce(self, sweep: xr.Dataset) -> xr.Dataset:
         """Statistics over seeds plus theory on the same coordinates (``reduction.reduce``)."""

@@ -1,4 +1,4 @@
-"""A job's identity: what one simulate job computes, and its name.
+"""A job's identity: what one simulate or theory job computes, and its name.
 
 :class:`JobSpec` holds everything a job's numbers depend on (:meth:`JobSpec.identity`), hashed
 into the name of its store (:meth:`JobSpec.key`); :func:`point_path` names a fanned-out point
@@ -16,15 +16,20 @@ from typing import Any
 from attnsweep.grid import format_value
 
 KEY_DIGITS = 12
+#: What a job computes: an experiment's simulations, or its theory (:attr:`attnsweep.contract.Experiment.theory_axes`).
+STEPS = ("simulate", "theory")
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    """Everything one simulate job needs; JSON-serialisable through :meth:`to_dict`.
+    """Everything one job needs; JSON-serialisable through :meth:`to_dict`.
 
     ``grid`` holds every axis (fanned-out ones as one-element lists), ``seeds`` the seeds
     of the job, ``options`` the experiment's options that change this job's numbers
     (:meth:`Experiment.result_options`), ``version`` the experiment's numerics version.
+    ``step`` is ``"simulate"``, or ``"theory"`` for a job of the experiment's theory
+    (:attr:`Experiment.theory_axes`: its grid holds those axes alone, it has no seeds, its
+    options are :meth:`Experiment.theory_options`).
     ``block_mib`` only bounds memory: it is not part of :meth:`identity`.
     """
 
@@ -35,10 +40,17 @@ class JobSpec:
     dtype: str = "float32"
     version: int = 1
     block_mib: int = 256
+    step: str = "simulate"
+
+    def __post_init__(self) -> None:
+        if self.step not in STEPS:
+            raise ValueError(f"step {self.step!r} is none of {', '.join(STEPS)}")
 
     def identity(self) -> dict[str, Any]:
-        """What the job's numbers depend on: two jobs with equal identities give equal stores."""
-        return {
+        """What the job's numbers depend on: two jobs with equal identities give equal stores.
+        A simulate job's identity does not name its step, so its key is the one it had before
+        theory jobs existed: the stores already made keep their names."""
+        identity = {
             "experiment": self.experiment,
             "version": self.version,
             "grid": self.grid,
@@ -46,6 +58,7 @@ class JobSpec:
             "options": self.options,
             "dtype": self.dtype,
         }
+        return identity if self.step == "simulate" else {**identity, "step": self.step}
 
     @property
     def itemsize(self) -> int:
@@ -70,6 +83,7 @@ class JobSpec:
             dtype=spec["dtype"],
             version=int(spec.get("version", 1)),
             block_mib=int(spec.get("block_mib", 256)),
+            step=spec.get("step", "simulate"),
         )
 
 

@@ -70,6 +70,9 @@ def get(name: str) -> Experiment:
                           "(point it at the class: 'module:Class')")
     if getattr(cls, "name", None) != name:
         raise ConfigError(_where(point), f"names the experiment {getattr(cls, 'name', None)!r}, not {name!r}")
+    unknown = [axis for axis in cls.theory_axes if axis not in {a.name for a in cls.axes}]
+    if unknown:
+        raise ConfigError(_where(point), f"its theory_axes {unknown} are not among its axes")
     return cls()
 
 

@@ -12,8 +12,8 @@ config section (a job or two of a few seconds); pytest runs every check::
 
 Like snakemake-interface-common's ``TestRegistryBase`` for executor plugins: the checks are
 what the generic rules rely on, run against the experiment itself, not against a copy of its
-facts. The tiny sweep runs each job in this process (CPU, one thread), then ``collect``,
-``reduce``, ``boundary`` and every figure, as the workflow's rules do.
+facts. The tiny sweep runs each job (and each theory job) in this process (CPU, one thread),
+then ``collect``, ``reduce``, ``boundary`` and every figure, as the workflow's rules do.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ PARTS = {
     "reduction": ("reduce", "reduce", "boundary"),
     "captions": ("figures", "figures"),
     "resources": ("job_seconds", "seconds", "memory_bytes"),
+}
+#: The same for an experiment with theory axes.
+THEORY_PARTS = {
+    "theory": ("theory", "theory"),
+    "resources": ("theory_seconds", "theory_seconds"),
 }
 
 
@@ -73,12 +78,14 @@ class ExperimentContract:
         for target in exp.targets:
             assert target.crossing is None or target.crossing in names, f"{target}: crossing is no axis"
             assert set(target.curves) <= set(names), f"{target}: curves are not axes"
+        assert set(exp.theory_axes) <= set(names), f"theory_axes {exp.theory_axes} are not axes"
 
     def test_the_package_holds_each_part(self) -> None:
         """Every method the class does not override finds its module in the experiment's package,
         holding the function it calls (attnsweep.contract)."""
         exp = self.experiment
-        for part, (method, *functions) in PARTS.items():
+        parts = [*PARTS.items(), *(THEORY_PARTS.items() if exp.theory_axes else ())]
+        for part, (method, *functions) in parts:
             if getattr(type(exp), method) is not getattr(Experiment, method):
                 continue  # the class does it itself
             module = exp.part(part)
@@ -118,8 +125,16 @@ class ExperimentContract:
                 assert axis in ds.dims, f"{store}: no dimension {axis!r}"
                 assert [float(v) for v in ds[axis].values] == [float(v) for v in held], f"{store}: {axis} values"
             stores.append(store)
+        theory = []
+        for job, spec in plan.theory_jobs().items():
+            store = run_job(spec, tmp_path / "theory" / f"{job}.zarr", device="cpu", threads=1, progress=False)
+            ds = open_store(store)
+            assert SEED not in ds.dims, f"{store}: a theory store has no seeds"
+            for axis in self.experiment.theory_axes:
+                assert [float(v) for v in ds[axis].values] == [float(v) for v in spec.grid[axis]], f"{store}: {axis}"
+            theory.append(store)
         sweep = aggregate.collect(stores, tmp_path / "sweep.zarr", grid=plan.coords())
-        summary = aggregate.reduce(sweep, tmp_path / "summary.zarr")
+        summary = aggregate.reduce(sweep, tmp_path / "summary.zarr", theory)
         aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr")
         bnd = open_store(tmp_path / "boundary.zarr")
         for target in self.experiment.targets_for(plan.options):

@@ -16,16 +16,20 @@ from __future__ import annotations
 import random
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import processes
 from helpers.project import tiny
 from helpers.workflow_runs import assert_same_store, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
 from attnsweep import registry
+from attnsweep.errors import BadStoreError
 from attnsweep.plan.config import load_sweep
+from attnsweep.reduce import aggregate
 
 EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
@@ -37,9 +41,10 @@ def data_target(experiment: str) -> str:
     return f"results/{experiment}/boundary.csv"
 
 
-def planned_simulate_jobs(workdir: Path, experiment: str) -> int:
+def planned_jobs(workdir: Path, experiment: str, rule: str = "simulate") -> int:
+    """Jobs of ``rule`` a dry run of the workdir's config plans (its table of job counts)."""
     text = run_ok(workdir, data_target(experiment), "--dry-run", name="planned")
-    match = re.search(r"^simulate\s+(\d+)$", text, re.MULTILINE)
+    match = re.search(rf"^{rule}\s+(\d+)$", text, re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
@@ -61,7 +66,7 @@ def grown(experiment: str, ref: Path, work: Path) -> tuple[dict, dict[Path, int]
     prepare(work, config)
     old = {p: p.stat().st_mtime_ns for p in final_stores(work / "results" / experiment / "runs").values()}
     new_points = len(load_sweep(config).plans[experiment].blocks()) - points
-    assert planned_simulate_jobs(work, experiment) == points + new_points
+    assert planned_jobs(work, experiment) == points + new_points
     return config, old
 
 
@@ -71,6 +76,36 @@ def test_growing_both_kinds_of_axis_plans_only_the_new_blocks(experiment: str, t
     """Grow a batched axis and add a value of a fanned-out one to the tiny run's directory: only
     the new blocks are planned (the planner's part, which depends on each experiment's axes)."""
     grown(experiment, tiny_run(experiment), tmp_path / "grown")
+
+
+def test_theory_jobs_run_once_per_point_and_damage_to_one_is_named(tiny_run: Callable[[str], Path],
+                                                                    tmp_path: Path) -> None:
+    """circle_synchronization's structured search, a theory job per n (attnsweep.contract): more
+    betas and starts plan simulate jobs and no theory job; a search option plans the theory jobs
+    and no simulate job; a theory store cut short is named by `attnsweep verify` and refused by
+    the reduction."""
+    experiment = "circle_synchronization"
+    work = tmp_path / "work"
+    shutil.copytree(tiny_run(experiment), work, ignore=shutil.ignore_patterns("*.out", "logs", "locks"))
+    config = tiny(experiment)
+    section = config["experiments"][experiment]
+    theory = sorted((work / "results" / experiment / "theory").rglob("*.zarr"))
+    assert [p.parent.name for p in theory] == [f"n~{n}" for n in section["n"]]
+
+    prepare(work, {**config, "experiments": {experiment: {**section, "seeds": 30, "beta": [*section["beta"], 0.25]}}})
+    assert planned_jobs(work, experiment, "simulate") > 0
+    assert planned_jobs(work, experiment, "theory") == 0
+    prepare(work, {**config, "experiments": {experiment: {**section, "k_max": 4}}})
+    assert planned_jobs(work, experiment, "theory") == len(section["n"])
+    assert planned_jobs(work, experiment, "simulate") == 0
+
+    prepare(work, config)
+    theory[0].write_bytes(theory[0].read_bytes()[:100])
+    done = processes.run([sys.executable, "-m", "attnsweep.cli", "verify", str(work / "config.yaml")], cwd=work,
+                         capture_output=True, text=True)
+    assert done.returncode != 0 and f"{theory[0].relative_to(work)}: not a zip archive" in done.stdout, done.stdout
+    with pytest.raises(BadStoreError, match="not a zip archive"):
+        aggregate.theory_dataset(theory)
 
 
 #: The experiment the kill -9 below runs for: what it checks (a store renamed into place only when

@@ -295,6 +295,9 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
             "args": {"draw": "finite_size", "params": {}, "summary_path": str(tmp_path / "summary.zarr"),
                      "boundary_path": str(tmp_path / "boundary.zarr"), "png": str(tmp_path / "f.png"),
                      "pdf": str(tmp_path / "f.pdf")}}
+    reduce = {"step": "reduce", "cwd": str(tmp_path),
+              "args": {"sweep_path": str(tmp_path / "sweep.zarr"), "out": str(tmp_path / "summary.zarr"),
+                       "theory": [str(tmp_path / "t.zarr")]}}
     return {
         "out outside the results": {**job, "out": str(outside / "x.zarr")},
         "out escaping by ..": {**job, "out": os.path.relpath(outside / "x.zarr", tmp_path)},
@@ -315,6 +318,9 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
         "step writing outside": {**step, "args": {**step["args"], "png": str(outside / "f.png")}},
         "step argument of the wrong type": {**step, "args": {**step["args"], "draw": 3}},
         "step parameters not an object": {**step, "args": {**step["args"], "params": "n=16"}},
+        "spec of an unknown step": {**job, "spec": {**job["spec"], "step": "shell"}},
+        "theory stores outside the results": {**reduce, "args": {**reduce["args"], "theory": [str(outside / "t")]}},
+        "theory stores not a list": {**reduce, "args": {**reduce["args"], "theory": str(tmp_path / "t")}},
     }
 
 

@@ -30,12 +30,15 @@ rule collect:
 rule reduce:
     input:
         sweep=rules.collect.output.sweep,
+        theory=theory_paths,
     output:
         summary=directory(f"{RESULTS}/{{experiment}}/summary.zarr"),
     log:
         f"{LOGS}/{{experiment}}/reduce.log",
     params:
-        step=lambda wildcards, input, output: step_arguments(sweep_path=input.sweep, out=output.summary),
+        step=lambda wildcards, input, output: step_arguments(
+            sweep_path=input.sweep, theory=list(input.theory), out=output.summary
+        ),
     run:
         shell("{PYTHON:q} -m attnsweep.cli aggregate reduce {params.step:q} > {log:q} 2>&1")
 

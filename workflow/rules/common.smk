@@ -74,6 +74,8 @@ if workflow.is_main_process:
 
 # Blocks of each experiment's grid; complete stores already in RESULTS are reused (attnsweep.plan.blocks).
 JOBS = {name: plan.jobs(RESULTS) for name, plan in SWEEP.plans.items()}
+# The theory jobs of the experiments that declare theory axes (attnsweep.contract): one per point of them.
+THEORY = {name: plan.theory_jobs() for name, plan in SWEEP.plans.items()}
 FIGURES = {name: plan.experiment.figures(plan.grid, plan.options) for name, plan in SWEEP.plans.items()}
 try:  # collect, the one job that runs alone, reads with every core of a local run
     ALL_CORES = workflow.cores
@@ -97,10 +99,15 @@ def run_paths(wildcards):
     return [f"{RESULTS}/{wildcards.experiment}/runs/{job}.zarr" for job in JOBS[wildcards.experiment]]
 
 
-def job_spec(wildcards):
-    """The identity of one simulate job as JSON text (the store name hashes it, so a change
-    of it is a new store: no params trigger is needed)."""
-    return json.dumps(JOBS[wildcards.experiment][wildcards.job].identity(), sort_keys=True)
+def theory_paths(wildcards):
+    """Every theory store of one experiment (none unless it declares theory axes): inputs of reduce."""
+    return [f"{RESULTS}/{wildcards.experiment}/theory/{job}.zarr" for job in THEORY[wildcards.experiment]]
+
+
+def job_spec(wildcards, jobs=JOBS):
+    """The identity of one simulate job (of a theory job: jobs=THEORY) as JSON text (the store
+    name hashes it, so a change of it is a new store: no params trigger is needed)."""
+    return json.dumps(jobs[wildcards.experiment][wildcards.job].identity(), sort_keys=True)
 
 
 def job_runtime(wildcards, attempt):
@@ -108,6 +115,12 @@ def job_runtime(wildcards, attempt):
     margin, times the attempt, so that a job killed for time comes back with more."""
     plan = SWEEP.plans[wildcards.experiment]
     return attempt * runtime_minutes(plan.experiment.job_seconds(JOBS[wildcards.experiment][wildcards.job]))
+
+
+def theory_runtime(wildcards, attempt):
+    """Snakemake's runtime (minutes) of one theory job, as job_runtime's."""
+    plan = SWEEP.plans[wildcards.experiment]
+    return attempt * runtime_minutes(plan.experiment.theory_seconds(THEORY[wildcards.experiment][wildcards.job]))
 
 
 def sweep_layout(wildcards):

@@ -74,6 +74,22 @@ class Plan:
         grid = {axis: list(rect[axis]) if axis in rect else [point[axis]] for axis in self.experiment.axis_names}
         return self.spec(grid, list(rect[SEED]) if SEED in rect else [point[SEED]])
 
+    def theory_jobs(self) -> dict[str, JobSpec]:
+        """One theory job per point of the experiment's ``theory_axes`` over every value the sweep
+        holds (:meth:`coords`), keyed by ``point/KEY`` like :meth:`jobs`: its options are the
+        theory's alone, so seeds, other axes and the options of the simulations rerun none."""
+        axes = self.experiment.theory_axes
+        if not axes:
+            return {}
+        values = self.coords()
+        options = self.experiment.theory_options(self.options)
+        jobs = {}
+        for point in itertools.product(*(values[axis] for axis in axes)):
+            spec = JobSpec(self.name, {axis: [v] for axis, v in zip(axes, point)}, [], options, self.dtype,
+                           self.experiment.version, self.block_mib, step="theory")
+            jobs[f"{point_path(dict(zip(axes, point)), self._order)}/{spec.key()}"] = spec
+        return jobs
+
     def _covers(self, stored: JobSpec, point: dict[str, float], want: dict[str, list]) -> set[tuple]:
         """The wanted batched points a stored job holds; none unless this plan would make it again."""
         if stored.identity() != self.spec(stored.grid, stored.seeds).identity():

@@ -250,16 +250,34 @@ def require_sound(*paths: str | Path) -> None:
                 raise BadStoreError(str(path), finding.problem)
 
 
-def reduce(sweep_path: str | Path, out: str | Path) -> Path:
+def reduce(sweep_path: str | Path, out: str | Path, theory: Sequence[str | Path] = ()) -> Path:
     """Seed statistics and theory: ``summary.zarr``, each variable one chunk (one file): the
-    figures and ``boundary`` load it whole."""
+    figures and ``boundary`` load it whole. The ``theory`` stores (one per point of the
+    experiment's theory axes) join the sweep first (:func:`theory_dataset`)."""
     require_sound(sweep_path)
     sweep = open_store(sweep_path, chunks={})
     experiment = registry.get(sweep.attrs["experiment"])
+    if theory:
+        sweep = xr.merge([sweep, theory_dataset(theory)], join="left", combine_attrs="override")
     summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
     encoding = {name: {"chunks": var.shape} for name, var in summary.variables.items()}
     return write_aggregate(summary, out, encoding=encoding)
+
+
+def theory_dataset(paths: Sequence[str | Path]) -> xr.Dataset:
+    """The theory stores ``paths`` as one Dataset: each holds its own point of the theory axes,
+    so an outer merge places them side by side, NaN where their own dimensions are shorter than
+    another's; :class:`BadStoreError` for a store that does not read or holds another job than
+    its name says."""
+    parts = []
+    for path in paths:
+        problem = quick_problem(path)
+        if problem:
+            raise BadStoreError(str(path), problem)
+        with reading(Path(path)):
+            parts.append(open_store(path).load())
+    return xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:

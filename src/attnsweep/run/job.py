@@ -1,4 +1,4 @@
-"""The code path every simulate job takes, from Snakemake or from ``attnsweep run``."""
+"""The code path every simulate and theory job takes, from Snakemake or from ``attnsweep run``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ log = logging.getLogger("attnsweep")
 
 def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int | None = None,
             progress: bool = True) -> Path:
-    """Simulate ``spec`` on ``device`` and write its store, one file, atomically to ``out``.
+    """Simulate ``spec`` on ``device`` (a theory job: compute the experiment's theory) and write
+    its store, one file, atomically to ``out``.
 
     A marker next to ``out`` names this process while it works (``attnsweep status``).
     """
@@ -38,7 +39,10 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
         # mistaken for a failed one by `attnsweep status`.
         log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
         start = time.perf_counter()
-        ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
+        if spec.step == "theory":
+            ds = experiment.theory(spec)
+        else:
+            ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
         wall = time.perf_counter() - start
         ds.attrs.update(provenance(
             experiment=spec.experiment,

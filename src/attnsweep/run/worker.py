@@ -37,9 +37,9 @@ import stat
 import struct
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from attnsweep.errors import ConfigError
 
@@ -163,8 +163,8 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
 
 def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> dict[str, Any]:
     """The aggregate half of :func:`check_request`: a step of :data:`attnsweep.reduce.aggregate.STEPS` whose
-    ``args`` are exactly its function's parameters: paths inside the results, others of their
-    annotated (plain) type."""
+    ``args`` are exactly its function's parameters: paths (and lists of paths) inside the
+    results, others of their annotated (plain) type."""
     from attnsweep.reduce import aggregate  # heavy (xarray, zarr, dask): the server preloads it
 
     if set(request) != {"step", "args", "cwd"} or request["step"] not in aggregate.STEPS:
@@ -179,6 +179,10 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
     for key, value in args.items():
         if Path in get_args(hints[key]):
             checked[key] = inside(key, value)
+        elif get_origin(hints[key]) is Sequence and Path in get_args(get_args(hints[key])[0]):  # paths
+            if not isinstance(value, list):
+                raise RefusedRequest(f"{key}: expected a list of paths, got {value!r:.80}")
+            checked[key] = [inside(key, item) for item in value]
         elif isinstance(hints[key], type) and isinstance(value, hints[key]):
             checked[key] = value
         else:

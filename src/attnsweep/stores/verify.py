@@ -214,14 +214,17 @@ def _stale_copy(path: Path, arrays: Iterable[str]) -> str | None:
 # --- a results tree -------------------------------------------------------------------------------
 
 def verify_tree(sweep: Any, progress: Callable[[Iterable], Iterable] = iter) -> list[Finding]:
-    """Every run store the plans of ``sweep`` (a :class:`attnsweep.plan.config.Sweep`) use, and every
-    aggregate, checked; bad ones first, then notes."""
+    """Every run and theory store the plans of ``sweep`` (a :class:`attnsweep.plan.config.Sweep`)
+    use, and every aggregate, checked; bad ones first, then notes."""
     findings = []
     for name, plan in sweep.plans.items():
         root = Path(sweep.results, name)
         stores = {root / "runs" / f"{job}.zarr": spec for job, spec in plan.jobs(sweep.results).items()}
         findings += check_runs({p: s for p, s in stores.items() if os.path.lexists(p)},
                                plan.experiment.axis_names, progress)
+        theory = {root / "theory" / f"{job}.zarr": spec for job, spec in plan.theory_jobs().items()}
+        findings += check_runs({p: s for p, s in theory.items() if os.path.lexists(p)},
+                               plan.experiment.theory_axes, progress)
         for aggregate in AGGREGATES:
             if os.path.lexists(root / aggregate):
                 findings += check_aggregate(root / aggregate)

@@ -8,7 +8,8 @@ Per (n, beta, seed) a job flows uniform random angles to rest (USA and SA), poli
 state by Newton's method and classifies it with a certificate (:mod:`.critical`); the reduction
 gives basin fractions with binomial intervals and beta_c(n), the largest beta with a spurious
 attractor, from the random starts and from a structured search of cluster configurations
-(:mod:`.structured`), each the other's check.
+(:mod:`.structured`), each the other's check. The structured search is the experiment's theory,
+a job per n (:mod:`.theory`): new betas or starts rerun none of it, nor its options the flows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from attnsweep.grid import Axis
 
 #: The most Euler steps one start may take (t_max x rate(beta) / courant): a guard on the grid's |beta|.
 MAX_STEPS = 2_000_000
+#: The options of the structured search (the theory jobs), none of which changes a flow.
+STRUCTURED = ("k_max", "spread", "scan", "threshold_tol")
 
 
 class CircleSynchronization(Experiment):
@@ -42,6 +45,13 @@ class CircleSynchronization(Experiment):
     # beta_c from the random starts: the largest grid beta with a certified spurious attractor and
     # the next beta bracket it; new betas between them locate it.
     targets = (Target("beta_c", crossing="beta", curves=()),)
+    theory_axes = ("n",)
+
+    def theory_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return {key: options[key] for key in STRUCTURED}
+
+    def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
+        return {key: value for key, value in options.items() if key not in STRUCTURED}
 
     def extents(self, grid: dict[str, list[float]]) -> dict[str, list]:
         """The polished angles' ``slot`` dimension: as long as the largest n."""

@@ -2,9 +2,10 @@
 
 Per (n, beta, normalisation) the fraction of starts that end in each class, with its 95%
 Clopper-Pearson interval (exact for a binomial count); per n the structured search's family
-thresholds (:mod:`.theory`). The boundary: beta_c(n) from the random starts, bracketed by the
-largest grid beta with a certified spurious attractor and the next beta of the grid (refinement
-adds betas inside the bracket), beside beta_c(n) from the structured search.
+thresholds (:mod:`.theory`: the theory jobs', joined to the sweep). The boundary: beta_c(n) from the
+random starts, bracketed by the largest grid beta with a certified spurious attractor and the next
+beta of the grid (refinement adds betas inside the bracket), beside beta_c(n) from the structured
+search.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from attnsweep.experiments.circle_synchronization.critical import KINDS
 
 CONFIDENCE = 0.95
 ROW = ("n", "normalisation")
+#: The structured search's variables (:func:`.theory.theory`).
+STRUCTURED = ("beta_c_structured", "beta_c_structured_high", "family_beta", "family_fold", "family_masses")
 
 
 def clopper_pearson(count: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,37 +49,9 @@ def reduce(sweep: xr.Dataset) -> xr.Dataset:
         out[f"p_{kind}"].attrs.update(long_name=f"fraction of the starts ending {kind}", units="1")
         for side, q in (("low", (1 - CONFIDENCE) / 2), ("high", (1 + CONFIDENCE) / 2)):
             out[f"p_{kind}_{side}"].attrs.update(long_name=f"{q:.1%} Clopper-Pearson bound of p_{kind}", units="1")
-    out.update(structured_search(sweep["n"].values.astype(int), sweep.attrs))
+    out.update(sweep[list(STRUCTURED)])  # the theory jobs' (:func:`.theory.theory`), joined to the sweep
     out.attrs.update(sweep.attrs, seeds=sweep.sizes["seed"])
     return out
-
-
-def structured_search(ns: np.ndarray, options: dict) -> xr.Dataset:
-    """Per n: beta_c from the structured search (the largest family threshold, with the unstable side
-    of its bracket), and every family found stable on the scan: its threshold, masses, how it ends."""
-    found = {int(n): theory.thresholds(int(n), options) for n in ns}
-    families = max([len(f) for f in found.values()] + [1])
-    clusters = max([len(t.masses) for f in found.values() for t in f] + [1])
-    beta = np.full((len(ns), families), np.nan)
-    masses = np.full((len(ns), families, clusters), np.nan)
-    fold = np.full((len(ns), families), np.nan)
-    for i, n in enumerate(ns):
-        for j, t in enumerate(found[int(n)]):
-            beta[i, j], fold[i, j] = t.beta_low, float(t.end == "fold")
-            masses[i, j, : len(t.masses)] = t.masses
-    high = np.array([f[0].beta_high if f else np.nan for f in found.values()])
-    return xr.Dataset(
-        {"beta_c_structured": ("n", beta[:, 0], {"long_name": "largest beta at which a searched cluster "
-                                                 "configuration is a spurious attractor (stable side)", "units": "1"}),
-         "beta_c_structured_high": ("n", high, {"long_name": "unstable side of beta_c_structured's bracket",
-                                                "units": "1"}),
-         "family_beta": (("n", "family"), beta, {"long_name": "a stable family's threshold (stable side), "
-                                                 "families by threshold, largest first", "units": "1"}),
-         "family_fold": (("n", "family"), fold, {"long_name": "1 where the family's branch ends in a fold, "
-                                                 "0 where an eigenvalue crosses 0", "units": "1"}),
-         "family_masses": (("n", "family", "cluster"), masses,
-                           {"long_name": "the family's cluster masses in circular order", "units": "1"})},
-        coords={"n": ns, "family": np.arange(families), "cluster": np.arange(clusters)})
 
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:

@@ -62,3 +62,26 @@ def seconds(job: JobSpec) -> float:
                                           gemm=per_beta * 6 * n * n)
         total += cost.seconds(_systems(job) * 20 * n ** 3, _systems(job) * 200, "float64")
     return total
+
+
+def theory_seconds(job: JobSpec) -> float:
+    """The structured search at one n (:func:`.theory.theory`), family by family: one batched Newton
+    over the scan's betas x its starting guesses, then a bisection of ~log2(step / tol) single
+    solves. A Newton solve counts up to 30 steps of up to 10 halvings (~100 evaluations of the
+    force and ~40 numpy calls each; the exponential, sine and cosine of every pair of clusters
+    ~200 flops), and every converged start a few hundred microseconds of Python (its family and
+    duplicates checked), and each step's linear solve k^3 / 3 flops. An upper bound where few
+    families are bisected, as most end unstable."""
+    from attnsweep.experiments.circle_synchronization import structured
+
+    (n,) = map(int, job.grid["n"])
+    opts = job.options
+    systems = len(structured.scan(opts["scan"])) * (structured.RANDOM_GUESSES + 2)
+    bisection = max(1.0, np.log2(opts["scan"]["step"] / opts["threshold_tol"]))
+    total = cost.JOB_S
+    for masses in structured.families(n, opts["k_max"], opts["spread"]):
+        k = len(masses)
+        flops, ops = 100 * 200 * k * k + 30 * k ** 3 / 3, 100 * 40  # one start's solve; numpy calls a solve
+        total += cost.seconds(systems * flops, ops, "float64") + systems * 3e-4  # the scan
+        total += bisection * cost.seconds(flops, ops, "float64")
+    return total

@@ -89,9 +89,7 @@ def simulate(job: JobSpec, axes: tuple[Axis, ...], device: torch.device, dtype: 
     result["normalisation"].attrs.update(long_name="attention weights", flag_values=list(range(len(NORMALISATIONS))),
                                          flag_meanings=" ".join(NORMALISATIONS))
     result["slot"].attrs.update(long_name="particle, in the order of its angle", units="1")
-    # The structured search's settings too: the reduction runs it from the sweep's attrs.
-    result.attrs.update({key: opts[key] for key in ("courant", "t_max", "flow_tol", "merge", "k_max", "spread",
-                                                    "scan", "threshold_tol")})
+    result.attrs.update({key: opts[key] for key in ("courant", "t_max", "flow_tol", "merge")})
     return result
 
 

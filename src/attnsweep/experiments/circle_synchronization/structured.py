@@ -40,6 +40,12 @@ class Threshold:
     configuration: clusters.Configuration
 
 
+def scan(grid: dict[str, float]) -> np.ndarray:
+    """The betas of the search's grid (the option ``scan``), start to stop by step, both ends included."""
+    count = int(np.floor((grid["stop"] - grid["start"]) / grid["step"] + 1e-9)) + 1
+    return grid["start"] + grid["step"] * np.arange(count)
+
+
 def compositions(n: int, k: int, low: int, high: int) -> Iterator[tuple[int, ...]]:
     """Ordered k-tuples of integers in [low, high] summing to n."""
     if k == 1:
