@@ -1,6 +1,7 @@
 """Where a sweep stands, read from its results tree (``attnsweep status CONFIG``).
 
-Each simulate job is in one of six states:
+Each simulate job (and each theory job, :attr:`attnsweep.contract.Experiment.theory_axes`) is in
+one of six states:
 
 - ``done``: its store is complete (stores are renamed into place only when whole);
 - ``bad``: its store is there but damaged or another job's, as far as a look at its size, its
@@ -133,6 +134,16 @@ def sweep_status(sweep: Sweep) -> dict[str, list[JobStatus]]:
     }
 
 
+def theory_status(sweep: Sweep, name: str) -> list[JobStatus]:
+    """Every theory job of experiment ``name`` (none unless it declares theory axes), in the
+    states of a simulate job, its point named ``theory/...``."""
+    return [
+        job_status(f"theory/{job}", Path(sweep.results, name, "theory", f"{job}.zarr"),
+                   Path(sweep.logs, name, "theory", f"{job}.log"), spec)
+        for job, spec in sweep.plans[name].theory_jobs().items()
+    ]
+
+
 def damaged_aggregates(sweep: Sweep) -> list[tuple[Path, str]]:
     """Each aggregate of ``sweep`` that lacks a chunk (shard) or an array's metadata, with what it
     lacks (:func:`attnsweep.stores.probe.missing_part`: names only, no data read; only the aggregates,
@@ -204,6 +215,10 @@ def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "fai
         outputs = ["sweep.zarr", "summary.zarr", "boundary.csv"]
         have = [out for out in outputs if Path(sweep.results, name, out).exists()]
         figures = list(Path(sweep.results, name, "figures").glob("*.png"))
+        theory = theory_status(sweep, name)
+        if theory:
+            done = {state: sum(job.state == state for job in theory) for state in STATES}
+            lines.append(f"  theory: {len(theory)} jobs: " + ", ".join(f"{done[s]} {s}" for s in STATES if done[s]))
         lines.append(f"  aggregates: {', '.join(have) or 'none yet'}; {len(figures)} figures")
         lines += aggregate_lines(sweep, name, jobs)
         if counts["bad"]:
@@ -212,6 +227,7 @@ def report(sweep: Sweep, show: tuple[str, ...] = ("running", "interrupted", "fai
             lines += refinement_lines(sweep.plans[name], sweep.results)
         lines += [f"  {job.state:<11} {job.point} [{job.block}]  {job.detail}".rstrip()
                   for job in jobs if job.state in show]
+        lines += [f"  {job.state:<11} {job.point}  {job.detail}".rstrip() for job in theory if job.state in show]
     return "\n".join(lines)
 
 

@@ -59,6 +59,26 @@ def test_every_state_is_read_back(tmp_path: Path) -> None:
     assert f"failed      {points[3]} [rho 0.5 | gamma 1 | alpha 0]  attnsweep: config error: device" in text
 
 
+def test_theory_jobs_are_listed_with_their_states(tmp_path: Path) -> None:
+    """An experiment with theory axes: its theory jobs' states, read back as a simulate job's."""
+    config = {"results": str(tmp_path / "results"), "logs": str(tmp_path / "logs"), "device": "cpu",
+              "experiments": {"circle_synchronization": {"n": [3, 4, 5], "beta": [-1.0], "seeds": 1,
+                                                         "scan": {"start": -3.0, "stop": 0.5, "step": 0.5}}}}
+    sweep = load_sweep(config)
+    jobs = sweep.plans["circle_synchronization"].theory_jobs()
+    points = list(jobs)  # n~3, n~4, n~5
+    root = tmp_path / "results" / "circle_synchronization" / "theory"
+    run_job(jobs[points[0]], root / f"{points[0]}.zarr", device="cpu")
+    log = tmp_path / "logs" / "circle_synchronization" / "theory" / f"{points[1]}.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("starting\nMemoryError\n")
+    states = [job.state for job in status.theory_status(sweep, "circle_synchronization")]
+    assert states == ["done", "failed", "pending"]
+    text = status.report(sweep)
+    assert "  theory: 3 jobs: 1 done, 1 failed, 1 pending" in text.splitlines()
+    assert f"  failed      theory/{points[1]}  MemoryError" in text.splitlines()
+
+
 def test_marker_is_gone_after_success_and_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, sweep = sweep_in(tmp_path)
     job = next(iter(sweep.plans["critical_scaling"].jobs().values()))
