@@ -10,9 +10,12 @@ provenance such as host, wall times and the git commit, and are ignored).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -101,6 +104,24 @@ def in_flight(workdir: Path) -> set[str]:
     return found
 
 
+def stop_in_flight(workdir: Path) -> bool:
+    """SIGSTOP the process each running marker names, then whether one marker still names a
+    process stopped here: that job is held inside its marked block, so a kill now lands in flight
+    however fast the job is (the job client marks first, its worker child re-marks with its own pid:
+    a pid that changed is stopped on the next call)."""
+    runs = workdir / "results" / EXP / "runs"
+    stopped = set()
+    for job in in_flight(workdir):
+        marker = runs / Path(job).parent / f".{Path(job).name}.zarr.running"
+        with contextlib.suppress(OSError, ValueError, KeyError):  # gone, or being written this instant
+            pid = json.loads(marker.read_text())["pid"]
+            os.kill(pid, signal.SIGSTOP)
+            stopped.add(pid)
+            if json.loads(marker.read_text())["pid"] in stopped:
+                return True
+    return False
+
+
 def job_states(workdir: Path) -> list:
     from attnsweep import status
     from attnsweep.plan.config import load_sweep
@@ -140,12 +161,14 @@ def test_kill_9_at_random_moments_then_resume(reference: Path, tmp_path: Path) -
     def after_line(proc: subprocess.Popen, *lines: str) -> Callable[[], bool]:
         return lambda: any(line in output(workdir, proc) for line in lines)
 
-    # (what, condition once started, extra delay drawn now). The first kill comes at once: a
-    # simulate job takes well under a second in the warm server, and the random-time kill may
-    # land before the server is up, so a delay here could leave no kill in a running job. The
-    # boundary job takes about a second in the server: the kill must come within it.
+    # (what, condition once started, extra delay drawn now). The first kill comes with a job held
+    # in flight (SIGSTOP, stop_in_flight): a simulate job takes well under a second in the warm
+    # server, and the random-time kill may land before the server is up, so without the hold no
+    # kill might hit a running job on a loaded machine. The boundary job takes about a second in
+    # the server: the kill must come within it.
     moments = [
-        (f"{k} run stores and a job in flight", lambda proc: lambda: runs() >= k and bool(in_flight(workdir)), 0.0),
+        (f"{k} run stores and a job held in flight",
+         lambda proc: lambda: runs() >= k and stop_in_flight(workdir), 0.0),
         ("a random time", lambda proc: lambda: True, rng.uniform(1.0, 6.0)),
         ("collect or reduce", lambda proc: after_line(proc, "localrule collect:", "localrule reduce:"),
          rng.uniform(0.0, 0.1)),  # on an idle machine reduce and boundary in the warm server
