@@ -1,7 +1,9 @@
 """A refinement round of circle_synchronization's beta_c: a bracket between two grid betas (the last
 with a certified spurious attractor and the next), not a seed interval. The row of n = 3 has one
 (its splay state is a strict local maximum below beta = -2/3, docs/papers/circle.md, and some of
-the 32 starts reach it at beta = -1.5 and -1), the row of n = 4 none (its first stable family
+the 32 starts reach it at beta = -1.5 or -1: its basin there is about 14% and 8% of the starts
+(1024 a point at paper scale), so 32 seeded starts missing it at both has probability ~5e-4, and a
+machine's rounding moves only starts on a basin's edge), the row of n = 4 none (its first stable family
 appears below beta = -2.2): a round adds betas strictly inside the first bracket, and nothing for
 the second, which it calls "no crossing"."""
 
