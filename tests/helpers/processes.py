@@ -47,10 +47,18 @@ def start(cmd: list[str], **kwargs) -> subprocess.Popen:
 
 
 def end(proc: subprocess.Popen) -> None:
-    """SIGKILL to the process group that ``proc`` leads (it and every child still in it); reap it."""
+    """SIGKILL to the process group that ``proc`` leads (it and every child still in it); wait
+    until each of them is gone, not only ``proc``: a signal is delivered when its process is next
+    scheduled, and on loaded cores a killed child may still run when the session's check looks."""
     with contextlib.suppress(ProcessLookupError):  # the group is empty already
         os.killpg(proc.pid, signal.SIGKILL)
+    members = []
+    for child in psutil.Process().children(recursive=True):  # orphans come here (adopt_orphans)
+        with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+            if child.pid != proc.pid and os.getpgid(child.pid) == proc.pid:
+                members.append(child)
     proc.wait()
+    psutil.wait_procs(members, timeout=HANG_S)  # reaps those that are this process's children
 
 
 def run(cmd: list[str], *, timeout: float = HANG_S, input: str | bytes | None = None, check: bool = False,
