@@ -388,7 +388,15 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=900.0, help="exit after this many idle seconds")
     parser.add_argument("--parent", type=int, help="the pid of the run that starts it: end with it")
     args = parser.parse_args()
-    serve(args.socket, args.results, args.idle, args.parent)
+    try:
+        serve(args.socket, args.results, args.idle, args.parent)
+    except SystemExit as stop:  # SIGTERM, the run's end: serve's cleanup has run
+        if stop.code not in (0, None):
+            raise
+    # Skip the interpreter's teardown of torch and the rest (over a second, which every run's
+    # end waits on, WorkerProcess.stop): the server writes through flushed lines only, and its
+    # children are their clients' to end.
+    os._exit(0)
 
 
 if __name__ == "__main__":
