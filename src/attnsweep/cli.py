@@ -1,7 +1,7 @@
 """Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | verify |
 run | refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
 
-``job`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.run.worker` when
+``job``, ``collect`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.run.worker` when
 one runs.
 ``run`` builds a one-job plan from ``key=value`` arguments, validated by the same schema and
 domain checks as the workflow, and runs it through :func:`attnsweep.run.job.run_job`, the code
@@ -211,12 +211,12 @@ def cmd_job(args: argparse.Namespace) -> None:
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
-    """``attnsweep.reduce.aggregate.collect`` in this process, its arguments read from a JSON file: the
-    list of run stores can exceed the length of one command-line argument."""
-    from attnsweep.reduce import aggregate  # heavy: xarray, zarr, dask
-
+    """``attnsweep.reduce.aggregate.collect``, its arguments read from a JSON file (the list of
+    run stores can exceed the length of one command-line argument), as the aggregate steps go."""
     with open(args.arguments) as fh:
-        aggregate.collect(**json.load(fh))
+        status = worker.run({"step": "collect", "args": json.load(fh)})
+    if status:
+        raise SystemExit(status)
 
 
 def cmd_pack(args: argparse.Namespace) -> None:

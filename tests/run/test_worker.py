@@ -119,6 +119,42 @@ def test_server_store_equals_fresh_process(server: Server, tmp_path: Path, exper
         np.testing.assert_array_equal(a[var].values, b[var].values, err_msg=var)
 
 
+@pytest.mark.slow  # a collect with two reader processes, served and in a fresh process
+def test_server_collect_equals_fresh_process(server: Server, tmp_path: Path) -> None:
+    """`attnsweep collect` (the collect rule's command) served warm, its reader processes started
+    from the served child, writes the sweep a fresh process writes, bit for bit; that it went to
+    the server shows in a request the server refuses."""
+    from helpers.workflow_runs import assert_same_store
+
+    from attnsweep.run.job import run_job
+
+    plan = load_sweep({"dtype": "float64", "experiments": {"critical_scaling": {
+        **SECTION, "d": [6, 7], "wildcards": ["d"]}}}).plans["critical_scaling"]
+    runs = [str(tmp_path / f"run{i}.zarr") for i in range(len(plan.jobs()))]
+    for out, spec_ in zip(runs, plan.jobs().values()):
+        run_job(spec_, out, device="cpu")
+
+    def collect(out: Path, socket: str | None) -> subprocess.CompletedProcess:
+        arguments = tmp_path / f"{out.stem}.json"  # as write_collect_arguments (workflow/rules/common.smk)
+        arguments.write_text(json.dumps({"runs": runs, "out": str(out), "grid": plan.coords(), "points": None,
+                                         "workers": 2, "stores_per_worker": 1}))
+        env = {k: v for k, v in os.environ.items() if k != SOCKET_ENV} | ({SOCKET_ENV: socket} if socket else {})
+        return processes.run([sys.executable, "-m", "attnsweep.cli", "collect", str(arguments)], env=env,
+                             capture_output=True, text=True)
+
+    for name, socket in (("warm", server.socket), ("cold", None)):
+        done = collect(tmp_path / f"{name}.zarr", socket)
+        assert done.returncode == 0, done.stderr
+    assert_same_store(tmp_path / "warm.zarr", tmp_path / "cold.zarr")
+    outside = Path(tempfile.mkdtemp())  # not under the server's results directory
+    try:
+        refused = collect(outside / "sweep.zarr", server.socket)
+        assert refused.returncode == 2 and "refused by the worker: out:" in refused.stderr, refused.stderr
+        assert list(outside.iterdir()) == []
+    finally:
+        shutil.rmtree(outside)
+
+
 def test_server_job_output_reaches_client_log(server: Server, tmp_path: Path) -> None:
     proc = job(spec(), tmp_path / "x.zarr", server.socket)
     _, err = proc.communicate(timeout=processes.HANG_S)
@@ -298,6 +334,9 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
     reduce = {"step": "reduce", "cwd": str(tmp_path),
               "args": {"sweep_path": str(tmp_path / "sweep.zarr"), "out": str(tmp_path / "summary.zarr"),
                        "theory": [str(tmp_path / "t.zarr")]}}
+    collect = {"step": "collect", "cwd": str(tmp_path),
+               "args": {"runs": [str(tmp_path / "r.zarr")], "out": str(tmp_path / "s.zarr"), "grid": {"n": [16]},
+                        "points": None, "workers": 1}}
     return {
         "out outside the results": {**job, "out": str(outside / "x.zarr")},
         "out escaping by ..": {**job, "out": os.path.relpath(outside / "x.zarr", tmp_path)},
@@ -311,7 +350,7 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
         "spec with an extra key": {**job, "spec": {**job["spec"], "command": "true"}},
         "spec not an object": {**job, "spec": "x"},
         "not an object": [job],
-        "unknown step": {**step, "step": "collect"},
+        "unknown step": {**step, "step": "verify"},
         "step with an extra key": {**step, "out": str(tmp_path / "x.zarr")},
         "step with an extra argument": {**step, "args": {**step["args"], "dpi": "1"}},
         "step missing an argument": {**step, "args": {k: v for k, v in step["args"].items() if k != "pdf"}},
@@ -321,6 +360,10 @@ def malformed(tmp_path: Path, outside: Path) -> dict[str, Any]:
         "spec of an unknown step": {**job, "spec": {**job["spec"], "step": "shell"}},
         "theory stores outside the results": {**reduce, "args": {**reduce["args"], "theory": [str(outside / "t")]}},
         "theory stores not a list": {**reduce, "args": {**reduce["args"], "theory": str(tmp_path / "t")}},
+        "collect writing outside": {**collect, "args": {**collect["args"], "out": str(outside / "s.zarr")}},
+        "collect runs outside": {**collect, "args": {**collect["args"], "runs": [str(outside / "r.zarr")]}},
+        "collect grid not a mapping of lists": {**collect, "args": {**collect["args"], "grid": {"n": 16}}},
+        "collect workers not an integer": {**collect, "args": {**collect["args"], "workers": "2"}},
     }
 
 

@@ -54,9 +54,10 @@ PER_RUN_ATTRS = ("job", "wall_time_s", "peak_rss_mib", "hostname", "device", "de
 STORES_PER_READER = {"archive": 8192, "zarr": 128}
 
 
-#: The steps the reduce, boundary and figure rules run through ``attnsweep aggregate STEP ARGS``
-#: (the warm server's or their own process); collect keeps its own process: its input list is long.
-STEPS = ("reduce", "boundary", "figure")
+#: The steps the aggregate rules run in the warm server or their own process (attnsweep.run.worker):
+#: collect through ``attnsweep collect FILE`` (its list of stores can outgrow a command line), the
+#: others through ``attnsweep aggregate STEP ARGS``.
+STEPS = ("collect", "reduce", "boundary", "figure")
 
 def collect(runs: Sequence[str | Path], out: str | Path, grid: dict[str, list] | None = None,
             points: Sequence[dict[str, list]] | None = None, slab_mib: int = 256, workers: int = 1,

@@ -5,8 +5,8 @@ machine, more than many jobs compute. The workflow starts one server per local r
 ``onstart``); each simulate job's ``attnsweep job`` client sends the job and its own stdout and
 stderr descriptors over a Unix socket, the server forks a child that already has every module
 imported, and the child runs the job through :func:`attnsweep.run.job.run_job` with the client's
-output streams. The reduce, boundary and figure jobs go the same way (matplotlib, xarray and dask
-imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
+output streams. The collect, reduce, boundary and figure jobs go the same way (matplotlib, xarray
+and dask imported: ~2 s of a 3 s job). The client exits with the child's status. Where no server answers (a SLURM
 node, a plain shell), the client runs the job itself: results are the same either way.
 
 Local runs happen on shared machines, and the server writes wherever a request says, as its
@@ -39,7 +39,8 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from attnsweep.errors import ConfigError
 
@@ -171,10 +172,12 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
         raise RefusedRequest(f"a step request has the keys args, cwd, step; step one of {aggregate.STEPS}")
     function = getattr(aggregate, request["step"])
     hints = get_type_hints(function)
-    names = set(inspect.signature(function).parameters)
+    parameters = inspect.signature(function).parameters
+    required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
     args = request["args"]
-    if not isinstance(args, dict) or set(args) != names:
-        raise RefusedRequest(f"{request['step']}: args are {sorted(names)}")
+    if not isinstance(args, dict) or not required <= set(args) <= set(parameters):
+        raise RefusedRequest(f"{request['step']}: args are {sorted(required)}, and may be "
+                             f"{sorted(set(parameters) - required)}")
     checked = {}
     for key, value in args.items():
         if Path in get_args(hints[key]):
@@ -183,11 +186,27 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
             if not isinstance(value, list):
                 raise RefusedRequest(f"{key}: expected a list of paths, got {value!r:.80}")
             checked[key] = [inside(key, item) for item in value]
-        elif isinstance(hints[key], type) and isinstance(value, hints[key]):
+        elif _fits(value, hints[key]):
             checked[key] = value
         else:
             raise RefusedRequest(f"{key}: expected {hints[key]}, got {value!r:.80}")
     return {"step": request["step"], "args": checked}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether the JSON ``value`` is of the plain annotated type ``hint``: a class, ``None``, a
+    union of them, or a ``dict``, ``list`` or ``Sequence`` of them (no paths: the caller checks
+    those)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is type(None):
+        return value is None
+    if origin in (Union, UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    if origin in (list, Sequence):
+        return isinstance(value, list) and all(_fits(item, args[0]) for item in value)
+    return isinstance(hint, type) and isinstance(value, hint)
 
 
 def run_request(request: dict[str, Any]) -> None:
