@@ -119,8 +119,10 @@ class RefusedRequest(ValueError):
 
 
 def check_request(request: Any, results: str) -> dict[str, Any]:
-    """``request`` with its paths made absolute, if it is a simulate job or an aggregate step of
-    the run whose (absolute) results directory is ``results``; :class:`RefusedRequest` otherwise.
+    """``request`` if it is a simulate job or an aggregate step of the run whose (absolute)
+    results directory is ``results``; :class:`RefusedRequest` otherwise. Its paths stay as the
+    client wrote them, relative to its ``cwd`` (kept), where the served child runs: a message
+    names a path as the user's run does.
 
     A second line of defence behind ``SO_PEERCRED``: whatever reaches the server, it writes only
     a ``.zarr`` store or a step's files inside the run's results directory.
@@ -135,7 +137,7 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
         path = os.path.normpath(os.path.join(request["cwd"], value))
         if path == results or os.path.commonpath([path, results]) != results:
             raise RefusedRequest(f"{key}: {path:.200} is outside the results directory {results}")
-        return path
+        return value
 
     if "step" in request:
         return _check_step(request, inside)
@@ -159,7 +161,7 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
     out = inside("out", request["out"])
     if not out.endswith(".zarr"):
         raise RefusedRequest(f"out: {out:.200} is not a .zarr store")
-    return {"spec": spec, "out": out, "device": request["device"], "threads": threads}
+    return {"spec": spec, "out": out, "device": request["device"], "threads": threads, "cwd": request["cwd"]}
 
 
 def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> dict[str, Any]:
@@ -190,7 +192,7 @@ def _check_step(request: dict[str, Any], inside: Callable[[str, Any], str]) -> d
             checked[key] = value
         else:
             raise RefusedRequest(f"{key}: expected {hints[key]}, got {value!r:.80}")
-    return {"step": request["step"], "args": checked}
+    return {"step": request["step"], "args": checked, "cwd": request["cwd"]}
 
 
 def _fits(value: Any, hint: Any) -> bool:
@@ -228,7 +230,7 @@ def run_request(request: dict[str, Any]) -> None:
 
 
 def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    """In the forked child: adopt the client's streams, watch the client, run the job."""
+    """In the forked child: adopt the client's streams and working directory, watch the client, run the job."""
     os.dup2(fds[0], 1)
     os.dup2(fds[1], 2)
     for fd in fds:
@@ -246,6 +248,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
                         stream=sys.stderr, force=True)
     status = 0
     try:
+        os.chdir(request.pop("cwd"))  # the request's relative paths are the client's (check_request)
         run_request(request)
     except ConfigError as err:
         print(f"attnsweep: config error: {err}", file=sys.stderr)
