@@ -510,7 +510,7 @@ def test_bad_stores_are_refused_then_healed(tmp_path: Path, tiny_run: Callable[[
     code, out = snakemake(tmp_path)
     key = changed.relative_to(results / EXP / "sweep.zarr" / "lambda").as_posix()
     line = (f"attnsweep: bad store results/{EXP}/sweep.zarr: chunk {key} of `lambda` fails its CRC-32C; heal "
-            f"the results with `attnsweep verify {config} --quarantine`, then `snakemake`")  # the path as the run names it
+            f"the results with `attnsweep verify {config} --quarantine`, then `snakemake`")  # as the run names it
     assert code != 0 and "Traceback" not in out, out[-3000:]
     assert line in out.splitlines(), out[-3000:]
     healing = attnsweep(tmp_path, "verify", config, "--quarantine")
