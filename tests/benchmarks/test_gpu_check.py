@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers import processes
 
 from attnsweep.registry import names
 
@@ -33,8 +33,9 @@ PAPER_JOBS = {
 def dry(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, str]:
     """The JSON, the markdown table and the stdout of one ``--dry`` run (no authors' file)."""
     out = tmp_path_factory.mktemp("gpu_check")
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # --dry's budgets are hang guards (gpu_check.DRY_BUDGET_SCALE); this one guards the whole command
+    done = processes.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=processes.HANG_S)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads((out / "gpu_check.json").read_text()), (out / "gpu_check.md").read_text(), done.stdout
 
@@ -110,6 +111,9 @@ def test_a_failing_section_is_recorded_and_the_next_runs(tmp_path: Path) -> None
     assert "| jobs | a | error |" in (tmp_path / "gpu_check.md").read_text()
     skipped = gpu_check.Report(tmp_path, limit_s=0, meta=report.data["meta"]).run("jobs", "c", 60, broken)
     assert skipped["status"] == "skipped"  # past the command's limit nothing starts
+    scaled = gpu_check.Report(tmp_path, limit_s=70, meta=report.data["meta"], scale=gpu_check.DRY_BUDGET_SCALE)
+    said = scaled.run("jobs", "d", 60, lambda budget: {"summary": f"budget {budget:g}"})["summary"]
+    assert said == f"budget {60 * gpu_check.DRY_BUDGET_SCALE:g}"  # --dry: budgets and limit scaled alike
 
 
 def test_deadline_stops_a_section() -> None:
