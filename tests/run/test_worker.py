@@ -298,6 +298,20 @@ def job_request(out: Path, cwd: Path) -> dict[str, Any]:
     return {"spec": json.loads(spec()), "out": str(out), "device": "cpu", "threads": 1, "cwd": str(cwd)}
 
 
+def test_request_paths_are_the_checked_ones_as_the_client_wrote_them(tmp_path: Path) -> None:
+    """The served child works in the client's directory on the paths the check normalised: relative
+    where the client wrote them so (a message names them as the run does), and never through a
+    link's "..", which the kernel would resolve outside the results though the check saw inside."""
+    outside = tmp_path / "outside"
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "link").symlink_to(outside)
+    results = str(tmp_path / "results")
+    checked = worker.check_request(job_request(Path("results/link/../runs/x.zarr"), tmp_path), results)
+    assert checked["out"] == os.path.join("results", "runs", "x.zarr") and checked["cwd"] == str(tmp_path)
+    absolute = worker.check_request(job_request(tmp_path / "results" / "x.zarr", tmp_path), results)
+    assert absolute["out"] == str(tmp_path / "results" / "x.zarr")
+
+
 def test_other_user_cannot_reach_the_socket(server: Server, other_user: tuple[int, int], tmp_path: Path) -> None:
     """The socket's directory is 0700: another user's connect() fails; the same request of ours runs."""
     request = job_request(tmp_path / "x.zarr", tmp_path)

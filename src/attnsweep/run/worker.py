@@ -120,9 +120,9 @@ class RefusedRequest(ValueError):
 
 def check_request(request: Any, results: str) -> dict[str, Any]:
     """``request`` if it is a simulate job or an aggregate step of the run whose (absolute)
-    results directory is ``results``; :class:`RefusedRequest` otherwise. Its paths stay as the
-    client wrote them, relative to its ``cwd`` (kept), where the served child runs: a message
-    names a path as the user's run does.
+    results directory is ``results``; :class:`RefusedRequest` otherwise. Its paths are normalised
+    and stay relative where the client wrote them so, to its ``cwd`` (kept), where the served
+    child runs: a message names a path as the user's run does.
 
     A second line of defence behind ``SO_PEERCRED``: whatever reaches the server, it writes only
     a ``.zarr`` store or a step's files inside the run's results directory.
@@ -137,7 +137,8 @@ def check_request(request: Any, results: str) -> dict[str, Any]:
         path = os.path.normpath(os.path.join(request["cwd"], value))
         if path == results or os.path.commonpath([path, results]) != results:
             raise RefusedRequest(f"{key}: {path:.200} is outside the results directory {results}")
-        return value
+        # the path checked, not the one written: the kernel resolves a link before a "..", normpath not
+        return path if os.path.isabs(value) else os.path.relpath(path, request["cwd"])
 
     if "step" in request:
         return _check_step(request, inside)
