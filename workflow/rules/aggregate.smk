@@ -1,8 +1,8 @@
 # Reductions of one experiment's runs: sweep.zarr -> summary.zarr -> boundary.{csv,zarr}.
 # reduce and boundary (and figure) call `attnsweep aggregate STEP ARGS`, ARGS their params: the
 # step's paths as JSON. The warm server of worker.smk runs them when one runs (local runs),
-# skipping a fresh Python's ~2 s of imports. collect runs `attnsweep collect ARGUMENTS` in a
-# process of its own, ARGUMENTS a JSON file it writes as its second log: its list of run stores
+# skipping a fresh Python's ~2 s of imports. collect runs `attnsweep collect ARGUMENTS`, which
+# goes the same way, ARGUMENTS a JSON file it writes as its second log: its list of run stores
 # can exceed the length of a command line.
 #
 # `run:` blocks calling shell(), not `shell:` or `script:`: Snakemake's linter asks every shell
