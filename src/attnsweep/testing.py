@@ -12,8 +12,9 @@ config section (a job or two of a few seconds); pytest runs every check::
 
 Like snakemake-interface-common's ``TestRegistryBase`` for executor plugins: the checks are
 what the generic rules rely on, run against the experiment itself, not against a copy of its
-facts. The tiny sweep runs each job (and each theory job) in this process (CPU, one thread),
-then ``collect``, ``reduce``, ``boundary`` and every figure, as the workflow's rules do.
+facts. The tiny sweep runs each job (and each theory job) in this process (CPU, one thread;
+or takes a workflow run's stores, :meth:`ExperimentContract.tiny_stores`), then ``collect``,
+``reduce``, ``boundary`` and every figure, as the workflow's rules do.
 """
 
 from __future__ import annotations
@@ -110,31 +111,41 @@ class ExperimentContract:
         names = [f.name for f in figures]
         assert len(set(names)) == len(names), f"figure names {names}"
 
+    def tiny_stores(self, plan: Plan, folder: Path) -> tuple[dict[str, Path], dict[str, Path]]:
+        """The store of each job (:meth:`Plan.jobs`) and of each theory job
+        (:meth:`Plan.theory_jobs`) of the tiny plan, by job key: each run in this process (CPU,
+        one thread) under ``folder``. A subclass whose tiny sweep a workflow run already made
+        may return that run's stores instead: the checks are the same."""
+        def run(jobs: dict, kind: str) -> dict[str, Path]:
+            return {job: run_job(spec, folder / kind / f"{job}.zarr", device="cpu", threads=1, progress=False)
+                    for job, spec in jobs.items()}
+
+        return run(plan.jobs(), "runs"), run(plan.theory_jobs(), "theory")
+
     def test_tiny_sweep_keeps_the_output_contract(self, tmp_path: Path) -> None:
         """Each job's store has every axis and ``seed`` as a dimension, holding exactly its job's
         values, and its identity; the stores collect into a sweep that reduces to a summary and
         a boundary holding each target its options declare, with its interval; every figure draws."""
         plan = self.tiny_plan()
-        stores = []
-        for job, spec in plan.jobs(tmp_path / "results").items():
-            store = run_job(spec, tmp_path / "runs" / f"{job}.zarr", device="cpu", threads=1, progress=False)
+        jobs, theory_jobs = plan.jobs(), plan.theory_jobs()
+        stores, theory = self.tiny_stores(plan, tmp_path)
+        assert stores.keys() == jobs.keys() and theory.keys() == theory_jobs.keys(), "one store per job"
+        for job, spec in jobs.items():
+            store = stores[job]
             assert json.loads(root_attrs(store)["job"]) == spec.to_dict(), f"{store}: job identity"
             ds = open_store(store)
             for axis in (*self.experiment.axis_names, SEED):
                 held = spec.seeds if axis == SEED else spec.grid[axis]
                 assert axis in ds.dims, f"{store}: no dimension {axis!r}"
                 assert [float(v) for v in ds[axis].values] == [float(v) for v in held], f"{store}: {axis} values"
-            stores.append(store)
-        theory = []
-        for job, spec in plan.theory_jobs().items():
-            store = run_job(spec, tmp_path / "theory" / f"{job}.zarr", device="cpu", threads=1, progress=False)
+        for job, spec in theory_jobs.items():
+            store = theory[job]
             ds = open_store(store)
             assert SEED not in ds.dims, f"{store}: a theory store has no seeds"
             for axis in self.experiment.theory_axes:
                 assert [float(v) for v in ds[axis].values] == [float(v) for v in spec.grid[axis]], f"{store}: {axis}"
-            theory.append(store)
-        sweep = aggregate.collect(stores, tmp_path / "sweep.zarr", grid=plan.coords())
-        summary = aggregate.reduce(sweep, tmp_path / "summary.zarr", theory)
+        sweep = aggregate.collect(list(stores.values()), tmp_path / "sweep.zarr", grid=plan.coords())
+        summary = aggregate.reduce(sweep, tmp_path / "summary.zarr", list(theory.values()))
         aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr")
         bnd = open_store(tmp_path / "boundary.zarr")
         for target in self.experiment.targets_for(plan.options):

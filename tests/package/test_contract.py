@@ -4,10 +4,15 @@ same class (docs: adding an experiment)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 from helpers.project import tiny
 
 from attnsweep import registry
+from attnsweep.plan.config import load_sweep
+from attnsweep.plan.experiment_plan import Plan
 from attnsweep.testing import ExperimentContract
 
 BUILT_IN = ("causal_clustering", "circle_synchronization", "cluster_emergence", "critical_scaling",
@@ -15,7 +20,25 @@ BUILT_IN = ("causal_clustering", "circle_synchronization", "cluster_emergence", 
 
 
 class BuiltIn(ExperimentContract):
-    @pytest.mark.slow  # a tiny sweep in process, ~10 s each; the end-to-end tests run them through Snakemake
+    """The tiny sweep's stores are those of the session's shared Snakemake run of the same config
+    (``tiny_run``, tests/conftest.py), which the end-to-end tests make anyway: the checks read
+    what the workflow wrote. The in-process run of each job is the contract's own default, which
+    tests/experiments/test_noisy_clustering.py and the documented template experiment
+    (tests/package/test_registry.py) run."""
+
+    @pytest.fixture(autouse=True)
+    def _shared_run(self, tiny_run: Callable[[str], Path]) -> None:
+        self.tiny_run = tiny_run
+
+    def tiny_plan(self) -> Plan:
+        return load_sweep(tiny(self.name)).plans[self.name]  # its dtype too, as the shared run's
+
+    def tiny_stores(self, plan: Plan, folder: Path) -> tuple[dict[str, Path], dict[str, Path]]:
+        results = self.tiny_run(self.name) / "results" / self.name
+        return ({job: results / "runs" / f"{job}.zarr" for job in plan.jobs()},
+                {job: results / "theory" / f"{job}.zarr" for job in plan.theory_jobs()})
+
+    @pytest.mark.slow  # the shared tiny run, if no test made it before: a whole Snakemake run
     def test_tiny_sweep_keeps_the_output_contract(self, tmp_path):
         super().test_tiny_sweep_keeps_the_output_contract(tmp_path)
 
