@@ -258,19 +258,25 @@ def reduce(sweep_path: str | Path, out: str | Path, theory: Sequence[str | Path]
     require_sound(sweep_path)
     sweep = open_store(sweep_path, chunks={})
     experiment = registry.get(sweep.attrs["experiment"])
-    if theory:
-        sweep = xr.merge([sweep, theory_dataset(theory)], join="left", combine_attrs="override")
+    if experiment.theory_axes or theory:
+        sweep = xr.merge([sweep, theory_dataset(theory, sweep, experiment.theory_axes)], join="left",
+                         combine_attrs="override")
     summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
     encoding = {name: {"chunks": var.shape} for name, var in summary.variables.items()}
     return write_aggregate(summary, out, encoding=encoding)
 
 
-def theory_dataset(paths: Sequence[str | Path]) -> xr.Dataset:
+def theory_dataset(paths: Sequence[str | Path], sweep: xr.Dataset | None = None,
+                   axes: Sequence[str] = ()) -> xr.Dataset:
     """The theory stores ``paths`` as one Dataset: each holds its own point of the theory axes,
     so an outer merge places them side by side, NaN where their own dimensions are shorter than
     another's; :class:`BadStoreError` for a store that does not read or holds another job than
-    its name says."""
+    its name says. With ``sweep``: ValueError unless the stores hold every value of ``sweep``
+    along each of the theory ``axes`` (none, for an experiment without theory, takes no store)."""
+    if sweep is not None and not axes and paths:
+        raise ValueError(f"experiment {sweep.attrs['experiment']!r} has no theory axes, yet {len(paths)} "
+                         "theory store(s) were given")
     parts = []
     for path in paths:
         problem = quick_problem(path)
@@ -278,7 +284,14 @@ def theory_dataset(paths: Sequence[str | Path]) -> xr.Dataset:
             raise BadStoreError(str(path), problem)
         with reading(Path(path)):
             parts.append(open_store(path).load())
-    return xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
+    merged = xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
+    for axis in axes if sweep is not None else ():
+        held = set(merged[axis].values.tolist()) if axis in merged.dims else set()
+        lacking = [v for v in sweep[axis].values.tolist() if v not in held]
+        if lacking:
+            raise ValueError(f"experiment {sweep.attrs['experiment']!r}: no theory store holds {axis} = "
+                             f"{', '.join(map(str, lacking))} (one theory job per point of {tuple(axes)})")
+    return merged
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:
