@@ -202,6 +202,7 @@ def test_no_server_runs_in_process(tmp_path: Path) -> None:
     assert (tmp_path / "x.zarr").is_file()  # the run store, one file
 
 
+@pytest.mark.slow  # a server of its own (~6 s of preloading before it idles); the full suite's
 def test_idle_server_exits(tmp_path: Path) -> None:
     socket = tmp_path / "idle.sock"
     proc = start_server(str(socket), tmp_path, tmp_path / "worker.log", idle=1)
@@ -464,6 +465,7 @@ def test_server_refuses_a_directory_others_could_control(kind: str, tmp_path: Pa
     assert not (given / "worker.sock").exists()
 
 
+@pytest.mark.slow  # idem
 def test_server_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
     """kill -9 of the run (the server's parent, as worker.smk starts it) stops the server at once,
     through its cleanup (socket removed), not ``idle`` seconds later."""
