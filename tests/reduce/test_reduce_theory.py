@@ -22,7 +22,7 @@ SPHERE = {"n": [4], "d": [2], "beta": [1.0], "seeds": 2, "t_max": 1.0, "outputs"
 
 
 def swept(tmp_path: Path, name: str, section: dict) -> tuple[Path, list[Path]]:
-    """The sweep of ``section`` collected from jobs run here, and its theory stores by job."""
+    """The sweep of ``section`` collected from jobs run here, and its theory stores."""
     plan = load_sweep({"device": "cpu", "experiments": {name: section}}).plans[name]
     run = lambda jobs, kind: [run_job(spec, tmp_path / name / kind / f"{job}.zarr", device="cpu", threads=1,
                                       progress=False) for job, spec in jobs.items()]
