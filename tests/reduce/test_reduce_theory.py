@@ -35,7 +35,7 @@ def test_every_theory_point_joins_and_a_missing_one_is_named(tmp_path: Path) -> 
     assert [p.parent.name for p in theory] == ["n~3", "n~4"]
     summary = open_store(aggregate.reduce(sweep, tmp_path / "summary.zarr", theory))
     assert list(summary["n"].values) == [3, 4]
-    with pytest.raises(ValueError, match=r"no theory store holds n = 4 \(one theory job per point of \('n',\)\)"):
+    with pytest.raises(ValueError, match=r"no theory store holds n = 4 \(one theory job per point of n\)"):
         aggregate.reduce(sweep, tmp_path / "lacking.zarr", theory[:1])
     with pytest.raises(ValueError, match="no theory store holds n = 3, 4"):
         aggregate.reduce(sweep, tmp_path / "none.zarr")

@@ -254,29 +254,37 @@ def require_sound(*paths: str | Path) -> None:
 def reduce(sweep_path: str | Path, out: str | Path, theory: Sequence[str | Path] = ()) -> Path:
     """Seed statistics and theory: ``summary.zarr``, each variable one chunk (one file): the
     figures and ``boundary`` load it whole. The ``theory`` stores (one per point of the
-    experiment's theory axes) join the sweep first (:func:`theory_dataset`)."""
+    experiment's theory axes, :func:`theory_dataset`) join the sweep first; ValueError unless they
+    hold every value of the sweep along each theory axis (none, for an experiment without theory,
+    takes no store)."""
     require_sound(sweep_path)
     sweep = open_store(sweep_path, chunks={})
     experiment = registry.get(sweep.attrs["experiment"])
-    if experiment.theory_axes or theory:
-        sweep = xr.merge([sweep, theory_dataset(theory, sweep, experiment.theory_axes)], join="left",
-                         combine_attrs="override")
+    axes = experiment.theory_axes
+    if theory and not axes:
+        raise ValueError(f"experiment {experiment.name!r} has no theory axes, yet {len(theory)} theory "
+                         "store(s) were given")
+    if axes:
+        held = theory_dataset(theory)
+        for axis in axes:
+            have = set(held[axis].values.tolist()) if axis in held.dims else set()
+            lacking = [v for v in sweep[axis].values.tolist() if v not in have]
+            if lacking:
+                raise ValueError(f"experiment {experiment.name!r}: no theory store holds {axis} = "
+                                 f"{', '.join(map(str, lacking))} (one theory job per point of "
+                                 f"{', '.join(axes)})")
+        sweep = xr.merge([sweep, held], join="left", combine_attrs="override")
     summary = experiment.reduce(sweep).chunk(-1)
     summary.attrs.update(provenance(step="reduce"))
     encoding = {name: {"chunks": var.shape} for name, var in summary.variables.items()}
     return write_aggregate(summary, out, encoding=encoding)
 
 
-def theory_dataset(paths: Sequence[str | Path], sweep: xr.Dataset | None = None,
-                   axes: Sequence[str] = ()) -> xr.Dataset:
+def theory_dataset(paths: Sequence[str | Path]) -> xr.Dataset:
     """The theory stores ``paths`` as one Dataset: each holds its own point of the theory axes,
     so an outer merge places them side by side, NaN where their own dimensions are shorter than
     another's; :class:`BadStoreError` for a store that does not read or holds another job than
-    its name says. With ``sweep``: ValueError unless the stores hold every value of ``sweep``
-    along each of the theory ``axes`` (none, for an experiment without theory, takes no store)."""
-    if sweep is not None and not axes and paths:
-        raise ValueError(f"experiment {sweep.attrs['experiment']!r} has no theory axes, yet {len(paths)} "
-                         "theory store(s) were given")
+    its name says."""
     parts = []
     for path in paths:
         problem = quick_problem(path)
@@ -284,14 +292,7 @@ def theory_dataset(paths: Sequence[str | Path], sweep: xr.Dataset | None = None,
             raise BadStoreError(str(path), problem)
         with reading(Path(path)):
             parts.append(open_store(path).load())
-    merged = xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
-    for axis in axes if sweep is not None else ():
-        held = set(merged[axis].values.tolist()) if axis in merged.dims else set()
-        lacking = [v for v in sweep[axis].values.tolist() if v not in held]
-        if lacking:
-            raise ValueError(f"experiment {sweep.attrs['experiment']!r}: no theory store holds {axis} = "
-                             f"{', '.join(map(str, lacking))} (one theory job per point of {tuple(axes)})")
-    return merged
+    return xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
 
 
 def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:
