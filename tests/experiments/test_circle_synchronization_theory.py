@@ -140,7 +140,7 @@ def test_the_batched_field_is_eq_7_1(normalisation: str) -> None:
     rng = np.random.default_rng(3)
     theta = rng.uniform(0, 2 * np.pi, (4, 9))
     beta = np.array([-2.0, -0.5, 0.0, 0.5])
-    got = flow.field(torch.tensor(theta), torch.tensor(beta), normalisation).numpy()
+    got = flow.field_and_bound(torch.tensor(theta), torch.tensor(beta), normalisation)[0].numpy()
     want = (potential.usa_field if normalisation == "usa" else potential.sa_field)(theta, beta)
     np.testing.assert_allclose(got, want, atol=1e-13 * math.exp(2.0))
 
@@ -237,13 +237,20 @@ def test_the_certificate_refuses_what_it_cannot_prove() -> None:
 
 
 @pytest.mark.parametrize("normalisation", ["usa", "sa"])
-def test_the_step_bound_holds(normalisation: str) -> None:
-    """rate(beta) bounds the spectral radius of the flow's Jacobian (central differences, h = 1e-6,
-    error ~1e-9 of entries of size rate) at random angles and at the structured critical points."""
+def test_the_step_bounds_hold(normalisation: str) -> None:
+    """rate(beta) bounds the spectral radius of the flow's Jacobian, and the local G of
+    flow.field_and_bound its largest absolute row sum (so its spectral radius too), at random angles
+    and at the structured critical points. The Jacobian by central differences, h = 1e-6: entries
+    off by rounding ~eps |theta'| / h < 1e-9 e^3 and by truncation ~h^2 times a third derivative of
+    the field < 1e-9 e^3, so a row sum of 7 by under 1e-6 (beta up to 3)."""
     rng = np.random.default_rng(7)
     field = potential.usa_field if normalisation == "usa" else potential.sa_field
     for beta in (-3.0, -1.0, 0.0, 0.5, 3.0):
-        for theta in [*rng.uniform(0, 2 * np.pi, (4, 7)), np.repeat(splay(3), [3, 2, 2])]:
+        states = np.stack([*rng.uniform(0, 2 * np.pi, (4, 7)), np.repeat(splay(3), [3, 2, 2])])
+        _, local = flow.field_and_bound(torch.tensor(states), torch.full((len(states),), beta, dtype=torch.float64),
+                                        normalisation)
+        for theta, bound in zip(states, local.numpy(), strict=True):
             h = 1e-6
             jac = np.stack([(field(theta + h * e, beta) - field(theta - h * e, beta)) / (2 * h) for e in np.eye(7)], 1)
             assert np.abs(np.linalg.eigvals(jac)).max() <= float(resources.rate(beta, normalisation)) * (1 + 1e-6)
+            assert np.abs(jac).sum(1).max() <= bound + 1e-6
