@@ -1,4 +1,4 @@
-"""benchmarks/circle_findings.py and circle_courant.py, the measurements behind the circle page.
+"""benchmarks/circle_findings.py and circle_step.py, the measurements behind the circle page.
 
 Truth: the tiny run's size (n = 3, 6; 4 betas; 24 starts; USA and SA), the structured thresholds
 in closed form (-2/3 at n = 3 and 6, three equal clusters: docs/papers/circle.md), the theorem of
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import circle_courant  # noqa: E402
 import circle_findings  # noqa: E402
+import circle_step  # noqa: E402
 
 EXP = "circle_synchronization"
 
@@ -40,9 +40,11 @@ def test_the_findings_of_the_tiny_run(tiny_run: Callable[[str], Path], capsys: p
         assert line.split("|")[4].strip() == want
 
 
-def test_a_step_against_itself_moves_no_start(capsys: pytest.CaptureFixture) -> None:
-    assert circle_courant.main(["--n", "5", "--beta", "-1.5", "--seeds", "16", "--courant", "1.0", "1.0"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| usa") or line.startswith("| sa")]
+def test_a_scheme_against_itself_moves_no_start(capsys: pytest.CaptureFixture) -> None:
+    assert circle_step.main(["--n", "5", "--beta", "-1.5", "--seeds", "16", "--scheme", "HEAD:1.0",
+                             "--reference", "HEAD:1.0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith("| usa") or line.startswith("| sa")]
     assert len(rows) == 2
     for row in rows:
         cells = [c.strip() for c in row.split("|")[1:-1]]
