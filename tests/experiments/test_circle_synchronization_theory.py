@@ -254,3 +254,15 @@ def test_the_step_bounds_hold(normalisation: str) -> None:
             jac = np.stack([(field(theta + h * e, beta) - field(theta - h * e, beta)) / (2 * h) for e in np.eye(7)], 1)
             assert np.abs(np.linalg.eigvals(jac)).max() <= float(resources.rate(beta, normalisation)) * (1 + 1e-6)
             assert np.abs(jac).sum(1).max() <= bound + 1e-6
+
+
+def test_the_flow_lands_on_t_max_or_stops_at_rest() -> None:
+    """A system at rest (all angles equal: theta' = 0) runs no time; the others, far from rest at
+    t_max = 0.7 (a few steps of at most 1.5 / G), run to t_max, the last step shortened to land on
+    it: exactly when it starts past t_max / 2 (t_max - t then exact, Sterbenz), else within an ulp
+    and one more step, so within 2 ulps either way."""
+    gen = torch.Generator().manual_seed(2)
+    theta = torch.stack([torch.zeros(5), *(flow.uniform_angles(5, gen) for _ in range(3))]).double()
+    end, time = flow.integrate(theta, torch.tensor([-1.0, -1.0, 0.5, -1.5], dtype=torch.float64), "usa", 1.5, 0.7, 1e-6)
+    assert time[0] == 0 and torch.equal(end[0], theta[0])
+    np.testing.assert_allclose(time[1:].numpy(), 0.7, rtol=2 * np.finfo(float).eps, atol=0)
