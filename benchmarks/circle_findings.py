@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         usa, sa = bracket(by.loc["usa"]), bracket(by.loc["sa"])
         structured = by.loc["usa", "beta_c_structured"]
         cell = "none" if np.isnan(structured) else f"{structured:.6f}"
-        print(f"| {n} | {cell} | {by.loc['usa', 'family'] if isinstance(by.loc['usa', 'family'], str) else ''} "
-              f"| {usa} | {'same' if sa == usa else sa} |")
+        family = by.loc["usa", "family"]  # NaN where no family is stable
+        print(f"| {n} | {cell} | {family if isinstance(family, str) else ''} | {usa} | {'same' if sa == usa else sa} |")
     return 0
 
 

@@ -40,10 +40,11 @@ def scheme(spec: str) -> tuple[ModuleType, float]:
         return flow, float(courant)
     repo = Path(__file__).resolve().parents[1]
     text = subprocess.run(["git", "show", f"{rev}:{FLOW}"], cwd=repo, check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"flow_{rev}.py"
-    path.write_text(text)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(path.stem, path))
-    module.__spec__.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"flow_{rev}.py"
+        path.write_text(text)
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(path.stem, path))
+        module.__spec__.loader.exec_module(module)
     return module, float(courant)
 
 
