@@ -18,7 +18,7 @@
   number of simulated (gamma, seed) points as the refinement used in that row:
   ``AverageLearner1D`` (chooses between new gamma and more seeds) and ``Learner1D`` on the seed
   mean of a fixed seed count, with a loss that targets the level crossing. The interval of each is
-  the boundary step's own statistic (``bootstrap_crossing``) on the samples the learner chose;
+  the boundary step's own statistic (``crossing_interval``) on the samples the learner chose;
   half-widths side by side. Needs ``pip install adaptive`` (the ``bench`` extra); the pipeline
   does not.
 - ``sphere``: sphere_clustering's t*(beta) refined along beta (``curve``) and seeds from a
@@ -272,7 +272,7 @@ def adaptive_rows(args: argparse.Namespace) -> None:
     import torch
 
     from attnsweep.experiments.critical_scaling.theory import lambda_critical
-    from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing
+    from attnsweep.reduce.inversion import crossing_interval
 
     name = "critical_scaling"
     work = Path(args.out) / "refine-lambda"
@@ -334,10 +334,8 @@ def adaptive_rows(args: argparse.Namespace) -> None:
                     for seed, y in data[x].items():
                         values[seed, j] = y if learner == "Learner1D" else y + level
                         present[seed, j] = True
-                est_a, low_a, high_a = bootstrap_crossing(xs, values, level, present=present)
-                intervals[learner] = (float(est_a), float(low_a), float(high_a))
-                assert np.isclose(float(first_crossing(xs, values.sum(0) / present.sum(0), level)), est_a,
-                                  equal_nan=True)
+                found = crossing_interval(xs, values, level, present=present)
+                intervals[learner] = (float(found.estimate), float(found.low), float(found.high))
             points_used = {"refined": budget, "AverageLearner1D": average.nsamples,
                            "Learner1D": single.npoints * seeds_max}
             rows.append({"d": int(d), "rho": float(rho), "points": points_used, "seeds_max": seeds_max,

@@ -27,7 +27,7 @@ import pytest
 from helpers.figcheck import check_figure, data_axes
 from helpers.output_contract import output_contract, store_problems
 from helpers.project import tiny
-from helpers.workflow_runs import crossing, final_stores
+from helpers.workflow_runs import chord_crossing, crossing, final_stores
 
 from attnsweep import registry
 from attnsweep.plan.config import load_sweep
@@ -82,7 +82,10 @@ def check_sphere_clustering(out: Path) -> None:
         curve = mean.sel(n=row.n, d=row.d, rho=row.rho, beta=row.beta, gamma=row.gamma, method="nearest")
         assert crossing(t, curve.values, 0.5) == pytest.approx(row.t_star, rel=1e-5, nan_ok=True), row
     gap = table.set_index(["d", "beta"])["t_star_minus_theory"]
-    np.testing.assert_allclose(gap, table["t_star"].values - table["t_star_theory"].values, rtol=1e-5)
+    star, theory = table["t_star"].values, table["t_star_theory"].values
+    # the CSV's 6 significant digits: each of t*, theory and their difference within 5e-6 of itself
+    rounding = 5e-6 * (abs(star) + abs(theory) + abs(gap.values)) + 1e-12
+    np.testing.assert_array_less(abs(gap.values - (star - theory)), rounding)
     low, high = min(table["d"]), max(table["d"])
     largest = table[table["d"] == high]
     within = largest[largest["t_star_theory"] < t[-1] - 1]  # theory crosses a unit before t_max
@@ -115,9 +118,7 @@ def check_mixture_training(out: Path) -> None:
     for row in joint.itertuples():
         tolerance = 0.03 if math.isinf(row.m) else 0.05  # docs/papers/002.md §6: finite m within 7% of the table
         assert row.t_star == pytest.approx(reference.loc[row.omega, row.K], rel=tolerance), row
-        assert row.t_star_low <= row.t_star <= row.t_star_high
-        if math.isinf(row.m):
-            assert row.t_star_low == row.t_star == row.t_star_high
+        assert row.t_star_flag == "too_few_seeds" and row.t_star_seeds == 2  # 2 seeds: no interval
 
 
 def check_causal_clustering(out: Path) -> None:
@@ -162,8 +163,11 @@ def check_cluster_emergence(out: Path) -> None:
     x = np.concatenate([t[:1], t])
     for row in table.itertuples():
         curve = -np.concatenate([[1.0], mean.sel(n=row.n, d=row.d, scale=row.scale).values])
-        for column, level in (("t_star", 0.5), ("t_90", 0.9), ("t_10", 0.1)):
-            assert crossing(x, curve, -level) == pytest.approx(getattr(row, column), rel=1e-5, abs=1e-9, nan_ok=True)
+        star = t[0] if curve[1] >= -0.5 else crossing(t, curve[1:], -0.5)  # t*: read on the outputs
+        assert star == pytest.approx(row.t_star, rel=1e-5, abs=1e-9, nan_ok=True)
+        for column, level in (("t_90", 0.9), ("t_10", 0.1)):
+            assert chord_crossing(x, curve, -level) == pytest.approx(getattr(row, column), rel=1e-5, abs=1e-9,
+                                                                     nan_ok=True)
     assert table["t_star"].between(0, t[-1]).all() and (table["t_90"] <= table["t_star"]).all()
     assert (table["t_star"] <= table["t_10"]).all()
 

@@ -122,13 +122,15 @@ def test_the_threshold_from_uniform_tokens_approaches_the_mean_field_one_as_n_gr
     1.0998 K_#. At finite n, |m| has a floor of about (chi / n)^{1/2} below the transition (chi the
     susceptibility, 1 / (1 - K/K_#)), which lifts the curve and brings the crossing earlier, by an
     amount that shrinks at least as n^{-1/2} (the width of the critical window) as n grows: from
-    n = 16 to 64, at least halved. Asserted: K_16 < K_64 beyond their bootstrap intervals (8
-    seeds), and K_64 at least twice closer to the mean-field crossing than K_16. A K_# off by a
+    n = 16 to 64, at least halved. Asserted: K_16 < K_64 beyond their intervals (8 seeds; each
+    holds its bracket of the K grid, 0.05 apart around the crossings), and K_64 at least twice
+    closer to the mean-field crossing than K_16. A K_# off by a
     factor puts both far from 1.1 K_#; no approach from below (a floor that does not fall with n)
     leaves them together."""
-    sweep = sweep_of(tmp_path, {"n": [16, 64], "d": [3], "beta": [1.0], "K": [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
-                                "starts": ["uniform"], "seeds": 8, "dt": 0.02, "burn_in": 5.0, "window": 20.0,
-                                "record_every": 5, "wildcards": ["n"]}, {"dtype": "float32"})
+    k_grid = [0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15]
+    sweep = sweep_of(tmp_path, {"n": [16, 64], "d": [3], "beta": [1.0], "K": k_grid, "starts": ["uniform"], "seeds": 8,
+                                "dt": 0.02, "burn_in": 5.0, "window": 20.0, "record_every": 5, "wildcards": ["n"]},
+                     {"dtype": "float32"})
     experiment = load_sweep({"experiments": {NAME: {}}}).plans[NAME].experiment
     _, bounds = experiment.boundary(sweep, experiment.reduce(sweep))
     at = bounds.sel(d=3, beta=1.0)

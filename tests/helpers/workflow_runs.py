@@ -137,10 +137,29 @@ def assert_same_store(path: Path, ref: Path) -> None:
         assert same_bits(ds[name].values, want[name].values), f"{path}: {name} differs from the reference"
 
 
-def crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
-    """First upward crossing of ``level`` by ``y`` on the grid ``x``, linearly interpolated; NaN
-    when y never goes from below the level to at or above it (written here, not attnsweep's)."""
+def chord_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
+    """First upward crossing of ``level`` by ``y`` on the grid ``x``, linearly interpolated (the
+    level sets that show a transition's width, t_10 and t_90); NaN when there is none (written
+    here, not attnsweep's)."""
     for k in range(1, len(x)):
         if y[k - 1] < level <= y[k]:
             return float(x[k - 1] + (level - y[k - 1]) / (y[k] - y[k - 1]) * (x[k] - x[k - 1]))
+    return math.nan
+
+
+def crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
+    """First upward crossing of ``level`` by ``y`` on the grid ``x``, read through the cubic
+    through the four values around it (the bracketing pair and a neighbour each side, moved
+    inwards at the grid's ends; docs/statistics.md): numpy's roots of that cubic, in the
+    bracket's own coordinate. NaN when y never goes from below the level to at or above it
+    (written here, not attnsweep's)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    for k in range(1, len(x)):
+        if y[k - 1] < level <= y[k]:
+            start = min(max(k - 2, 0), max(len(x) - 4, 0))
+            idx = np.arange(start, min(start + 4, len(x)))
+            u = (x[idx] - x[k - 1]) / (x[k] - x[k - 1])
+            roots = np.roots(np.polyfit(u, y[idx] - level, len(idx) - 1))
+            inside = roots[(abs(roots.imag) < 1e-9) & (roots.real >= -1e-12) & (roots.real <= 1 + 1e-12)].real
+            return float(x[k - 1] + inside.min() * (x[k] - x[k - 1]))
     return math.nan

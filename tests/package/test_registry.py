@@ -24,6 +24,7 @@ import yaml
 from helpers import processes
 from helpers.figcheck import check_figure
 from helpers.project import CONFIGS, doc_files
+from helpers.workflow_runs import crossing
 
 from attnsweep import registry
 from attnsweep.contract import Experiment
@@ -151,9 +152,8 @@ def test_the_documented_template_experiment_runs_as_an_installed_package(tmp_pat
     for size in n:
         curve = mean.sel(n=size).values
         assert np.all(np.diff(curve) > 0)  # sharper as beta grows
-        expected = np.interp(0.5, curve, sweep["beta"].values)
         estimate = boundary["beta_star"].sel(n=size)
-        assert float(estimate) == pytest.approx(expected, rel=1e-6)
+        assert float(estimate) == pytest.approx(crossing(sweep["beta"].values, curve, 0.5), rel=1e-6)
         assert boundary["beta_star_low"].sel(n=size) <= estimate <= boundary["beta_star_high"].sel(n=size)
     table = pd.read_csv(results / "boundary.csv")
     np.testing.assert_allclose(table["beta_star"], boundary["beta_star"].values, rtol=1e-5)

@@ -1,11 +1,12 @@
-"""Level crossings and their bootstrap, against curves whose crossing is known exactly."""
+"""Level crossings on a grid and bootstrap draws over seeds, against curves whose crossing is known exactly
+(the interval: test_inversion.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
 
-from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, held_means, max_slope, seed_mean
+from attnsweep.reduce.crossing import first_crossing, held_means, max_slope, seed_mean
 
 
 def test_linear_crossing_is_exact() -> None:
@@ -37,31 +38,9 @@ def test_max_slope_of_a_step() -> None:
     assert max_slope(x, np.tanh(8 * (x - 2.25))) == 2.25
 
 
-def test_bootstrap_interval_covers_the_truth() -> None:
-    """Noisy seeds around a known curve: the 95% interval brackets the true crossing, and
-    shrinks with more seeds."""
-    rng = np.random.default_rng(1)
-    x = np.linspace(0.0, 4.0, 41)
-    truth = 1 / (1 + np.exp(-3 * (x - 2.0)))  # crosses 1/2 at x = 2
-    widths = []
-    for seeds in (8, 64):
-        samples = truth + rng.normal(0.0, 0.05, size=(seeds, x.size))
-        est, low, high = bootstrap_crossing(x, samples, 0.5, resamples=500)
-        assert low <= 2.0 <= high
-        assert abs(est - 2.0) < 0.1
-        widths.append(high - low)
-    assert widths[1] < widths[0]
-
-
-def test_single_seed_has_no_interval() -> None:
-    x = np.arange(3.0)
-    est, low, high = bootstrap_crossing(x, np.array([[0.0, 0.5, 1.0]]), 0.25)
-    assert est == 0.5 and np.isnan(low) and np.isnan(high)
-
-
 def test_error_bars_of_an_interval_that_misses_its_estimate():
-    """A percentile interval need not contain its estimate: the bar on that side is 0, not
-    negative (matplotlib refuses negative yerr), and a NaN bound draws no bar."""
+    """An interval given that does not contain its estimate draws a bar of 0 on that side, not a
+    negative one (matplotlib refuses negative yerr), and a NaN end draws no bar."""
     from attnsweep.reduce.crossing import error_bars
 
     bars = error_bars(np.array([1.0, 5.0, 2.0]), np.array([0.5, 5.5, np.nan]), np.array([1.5, 6.0, 3.0]))
@@ -93,14 +72,6 @@ def test_nan_at_a_held_value_is_no_crossing() -> None:
     assert first_crossing(x, y, 0.5, np.array([True, False, True, False])) == 1.0
 
 
-def test_every_value_held_is_the_plain_bootstrap() -> None:
-    rng = np.random.default_rng(4)
-    x = np.linspace(0.0, 1.0, 9)
-    samples = x + rng.normal(0.0, 0.05, size=(3, 6, 9))
-    plain = bootstrap_crossing(x, samples, 0.5)
-    np.testing.assert_array_equal(plain, bootstrap_crossing(x, samples, 0.5, present=np.ones(samples.shape, bool)))
-
-
 def test_held_means_draw_each_value_from_its_own_seeds() -> None:
     """Seeds 0-3 everywhere, seeds 4-7 at two values: each draw takes 8 of the 8 seeds, and a
     value's mean is over the drawn seeds it holds. Their mean is the value's seed mean; at a value
@@ -121,40 +92,6 @@ def test_held_means_draw_each_value_from_its_own_seeds() -> None:
     np.testing.assert_allclose((~held[:, 0]).mean(), 0.5**8, atol=0.001)
     np.testing.assert_array_equal(held[:, 2], True)
     np.testing.assert_allclose(means[:, 1], means[:, 0] + 1.0)  # paired: the same draws
-
-
-def test_interval_covers_the_crossing_when_each_value_holds_its_own_seed_count() -> None:
-    """Coverage against a known crossing: 1000 rows whose seeds shift the whole curve (paired, as
-    common random numbers do) plus noise per value, 64 seeds, and at each value its own count (4
-    to 64, as a learner adding seeds a few at a time leaves them). The 95% intervals cover the true
-    crossing (x = 1) in at least 91% of rows (93% seen; 0.8% is one standard deviation).
-    Bootstrapping each group of seeds held at the same values within itself covers 89% here: its
-    many small groups hide variance."""
-    rng = np.random.default_rng(7)
-    x = np.linspace(0.0, 2.0, 21)
-    counts = np.clip((64 * np.exp(-(((x - 1.0) / 0.3) ** 2))).astype(int) + rng.integers(0, 12, x.size), 4, 64)
-    present = np.arange(64)[:, None] < counts
-    rows = 1000
-    samples = x / 2 + rng.normal(0.0, 0.1, (rows, 64, 1)) + rng.normal(0.0, 0.03, (rows, 64, x.size))
-    _, low, high = bootstrap_crossing(x, np.where(present, samples, np.nan), 0.5, present=present)
-    assert ((low <= 1.0) & (high >= 1.0)).mean() >= 0.91
-
-
-def test_extra_seeds_at_the_bracket_narrow_the_interval() -> None:
-    """A noisy row: more seeds at the two values around the crossing narrow its interval, and
-    the interval covers the truth."""
-    rng = np.random.default_rng(6)
-    x = np.linspace(0.0, 2.0, 9)
-    truth = x / 2  # crosses 0.5 at x = 1
-    samples = truth + rng.normal(0.0, 0.1, size=(64, 9))
-    present = np.zeros((64, 9), bool)
-    present[:16] = True
-    narrow = present.copy()
-    narrow[:, [4, 5]] = True
-    _, low16, high16 = bootstrap_crossing(x, samples[None], 0.5, present=present[None])
-    _, low64, high64 = bootstrap_crossing(x, samples[None], 0.5, present=narrow[None])
-    assert high64 - low64 < 0.7 * (high16 - low16)  # 1/2 expected: 4x the seeds
-    assert low64 <= 1.0 <= high64
 
 
 def test_resampled_means_in_chunks_equal_one_gather_bit_for_bit() -> None:

@@ -32,6 +32,7 @@ import xarray as xr
 
 from attnsweep import registry
 from attnsweep.errors import BadStoreError
+from attnsweep.reduce.inversion import FLAGS
 from attnsweep.stores.io import (
     aggregate_writes,
     checked,
@@ -303,11 +304,25 @@ def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, 
     experiment = registry.get(sweep.attrs["experiment"])
     table, found = experiment.boundary(sweep, summary)
     found.attrs.update(provenance(step="boundary"))
+    table = readable(table, found)
     write_aggregate(found, out)
     Path(csv).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(csv).with_name(f".{Path(csv).name}.tmp")
     table.to_csv(tmp, index=False, float_format="%.6g")
     tmp.replace(csv)
+
+
+def readable(table: pd.DataFrame, found: xr.Dataset) -> pd.DataFrame:
+    """``boundary.csv`` as a reader wants it: each interval's flag (``ci_flag``, ``<name>_flag``)
+    by its meaning, and the intervals' method in a column ``interval_method``."""
+    table = table.copy()
+    for column in table.columns:
+        if column == "ci_flag" or column.endswith("_flag"):
+            table[column] = table[column].map(dict(enumerate(FLAGS)))
+    methods = {v.attrs["interval_method"] for v in found.data_vars.values() if "interval_method" in v.attrs}
+    if methods:
+        table["interval_method"] = "; ".join(sorted(methods))
+    return table
 
 
 def figure(draw: str, params: dict, summary_path: str | Path, boundary_path: str | Path, png: str | Path,

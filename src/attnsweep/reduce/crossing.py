@@ -1,10 +1,11 @@
-"""Level crossings on a grid, with a bootstrap over seeds: the generic part of a phase boundary."""
+"""Level crossings on a grid, seed means and bootstrap draws over seeds, and a boundary's variables:
+the generic part of a phase boundary (its interval: :mod:`attnsweep.reduce.inversion`)."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+
+from attnsweep.reduce.inversion import FLAGS, METHOD, CrossingInterval
 
 
 def first_crossing(x: np.ndarray, y: np.ndarray, level: np.ndarray | float,
@@ -82,56 +83,6 @@ def resampled_means(samples: np.ndarray, resamples: int = 1000, seed: int = 0,
     return out
 
 
-def bootstrap_crossing(
-    x: np.ndarray,
-    samples: np.ndarray,
-    level: np.ndarray | float,
-    resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    present: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Crossing of the seed mean and its percentile bootstrap interval over seeds.
-
-    ``samples`` has shape (..., S, G): S seeds of a curve on the grid ``x``. Returns the
-    estimate and the lower and upper ends of the ``confidence`` interval, each (...). With a
-    single seed the interval is NaN. Resampled curves that never cross are left out of the
-    percentiles. ``present`` (broadcasting against ``samples``) marks the (seed, value) pairs
-    computed, in a refined sweep where rows hold different values and seeds: see
-    :func:`held_means`.
-    """
-    samples = np.asarray(samples, dtype=float)
-    if present is not None and np.all(present):
-        present = None
-    if present is None:
-        estimate = first_crossing(x, samples.mean(-2), level)
-        n_seeds = samples.shape[-2]
-        if n_seeds < 2:
-            nan = np.full_like(estimate, np.nan)
-            return estimate, nan, nan
-        boot = first_crossing(x, resampled_means(samples, resamples, seed), np.asarray(level, dtype=float)[..., None])
-        return estimate, *_percentiles(boot, resamples, confidence)
-    present = np.broadcast_to(present, samples.shape)
-    level = np.broadcast_to(np.asarray(level, dtype=float), samples.shape[:-2])
-    estimate = first_crossing(x, seed_mean(samples, present), level, present.any(-2))
-    boot = np.full((*samples.shape[:-2], resamples), np.nan)
-    for row in np.ndindex(samples.shape[:-2]):
-        if present[row].any(-1).sum() >= 2:
-            means, held = held_means(samples[row], present[row], resamples, seed)
-            boot[row] = first_crossing(x, means, level[row], held)
-    return estimate, *_percentiles(boot, resamples, confidence)
-
-
-def _percentiles(boot: np.ndarray, resamples: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """The ``confidence`` interval of bootstrap replicates (..., R); NaN where under half cross."""
-    tail = (1 - confidence) / 2 * 100
-    enough = np.isfinite(boot).sum(-1) >= resamples // 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows, masked below
-        low, high = np.nanpercentile(boot, [tail, 100 - tail], axis=-1)
-    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
-
-
 def seed_mean(samples: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
     """Mean over the present seeds (axis -2) of (..., S, G) samples; NaN where none is present.
     ``present`` None: every seed is (a product grid), the plain mean."""
@@ -170,18 +121,39 @@ def held_means(samples: np.ndarray, present: np.ndarray, resamples: int,
 
 
 def error_bars(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """matplotlib's (2, N) ``yerr`` of an interval [low, high] around ``estimate``: clipped at 0,
-    as a percentile bootstrap interval need not contain its estimate; NaN as no bar."""
+    """matplotlib's (2, N) ``yerr`` of an interval [low, high] around ``estimate``, clipped at 0;
+    a NaN end (the interval reaches past the grid, or none was given) draws no bar on its side."""
     return np.clip(np.nan_to_num(np.vstack([estimate - low, high - estimate])), 0, None)
 
 
-def interval_variables(name: str, dims: tuple[str, ...], estimate: np.ndarray, low: np.ndarray, high: np.ndarray,
-                       long_name: str, units: str = "1") -> dict[str, tuple]:
-    """A boundary estimate ``name`` over ``dims`` and its 95% interval ``<name>_low``,
-    ``<name>_high`` (2.5% and 97.5% bootstrap-over-seeds quantiles), as Dataset variables with attrs."""
-    def variable(values: np.ndarray, what: str) -> tuple:
-        return dims, values, {"long_name": what, "units": units}
+def interval_variables(name: str, dims: tuple[str, ...], found: CrossingInterval, long_name: str,
+                       units: str = "1", scale: np.ndarray | float = 1.0) -> dict[str, tuple]:
+    """A boundary ``name`` over ``dims`` as Dataset variables: the estimate, its 95% interval
+    ``<name>_low``, ``<name>_high``, and how it was made: ``<name>_seeds`` (the fewest seeds of the
+    values the crossing is read from), ``<name>_spacing`` (the grid interval holding it) and
+    ``<name>_flag`` (why an end is NaN, CF flags). ``scale`` multiplies the abscissae (a unit)."""
+    def variable(values: np.ndarray, what: str, unit: str = units, **attrs) -> tuple:
+        return dims, values, {"long_name": what, "units": unit, **attrs}
 
-    return {name: variable(estimate, long_name),
-            f"{name}_low": variable(low, f"2.5% bootstrap-over-seeds quantile of {name}"),
-            f"{name}_high": variable(high, f"97.5% bootstrap-over-seeds quantile of {name}")}
+    ends = f"of the 95% confidence interval of {name} (NaN: see {name}_flag)"
+    return {
+        name: variable(found.estimate * scale, long_name, interval_method=METHOD),
+        f"{name}_low": variable(found.low * scale, f"lower end {ends}"),
+        f"{name}_high": variable(found.high * scale, f"upper end {ends}"),
+        f"{name}_seeds": variable(found.seeds, f"fewest seeds at the grid values {name} is interpolated from", "1"),
+        f"{name}_spacing": variable(found.spacing * scale, f"grid spacing of the values bracketing {name}"),
+        f"{name}_flag": (dims, found.flag.astype(np.int8), {
+            "long_name": f"how the interval of {name} ends", "units": "1", "flag_values": list(range(len(FLAGS))),
+            "flag_meanings": " ".join(FLAGS)}),
+    }
+
+
+#: What :func:`interval_variables` adds to a boundary's name, and the ``boundary.csv`` columns
+#: they become in a table of one boundary.
+INTERVAL_PARTS = ("low", "high", "seeds", "spacing", "flag")
+CI_COLUMNS = [f"ci_{part}" for part in INTERVAL_PARTS]
+
+
+def interval_columns(name: str) -> dict[str, str]:
+    """A boundary's interval variables -> their ``boundary.csv`` columns (:data:`CI_COLUMNS`)."""
+    return {f"{name}_{part}": f"ci_{part}" for part in INTERVAL_PARTS}

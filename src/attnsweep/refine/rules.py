@@ -13,6 +13,9 @@ row's neighbouring values of the crossing axis around the estimate):
   below its low end to the first at or above its high end, a and b at least; the row's point
   for a time-located boundary) the seeds brought up to twice the most any of them holds, at most
   ``max_seeds``, the same new seeds at each (paired);
+- ``outputs``: a boundary located in time whose interval cannot be narrower than the spacing of
+  the recorded outputs around it (it holds them): when that is more than twice the precision,
+  nothing is added (seeds cannot help; the config's ``outputs`` can);
 - ``curve``: along each axis of ``curves``, a row halfway between neighbouring rows whose
   estimates differ by more than p and than their half-widths together (beyond the noise), with
   the base grid's crossing values and seeds.
@@ -95,6 +98,8 @@ def decide(plan: Plan, refine: RefineSettings, simulated: xr.DataArray, boundary
         return [], assessment, "the core-hour budget is spent"
     if deferred:
         return [], assessment, f"every row's proposal alone exceeds max_new = {refine.max_new}"
+    if any(d["action"] == "outputs" for d in assessment):
+        return [], assessment, "rows left imprecise are limited by the output spacing (raise outputs) or max_seeds"
     if any(d["action"] != "precise" and d["action"] != "no crossing" for d in assessment):
         return [], assessment, "rows left imprecise cannot be refined further (max_seeds reached)"
     return [], assessment, "every boundary is precise"
@@ -136,6 +141,8 @@ def _boundary_proposals(plan: Plan, refine: RefineSettings, target: Target, pair
     est = est_da.values
     low = boundary[f"{target.variable}_low"].transpose(*dims).values
     high = boundary[f"{target.variable}_high"].transpose(*dims).values
+    name = f"{target.variable}_spacing"  # absent from a boundary.zarr of before issue 63
+    spacing = boundary[name].transpose(*dims).values if name in boundary else np.full(est.shape, np.nan)
     rows_coords = {dim: [_plain(v) for v in boundary[dim].values] for dim in dims}
     out = []
     exists = {}
@@ -147,7 +154,8 @@ def _boundary_proposals(plan: Plan, refine: RefineSettings, target: Target, pair
         exists[at] = bool(present)
         if not present:
             continue
-        out.append(_row_proposal(plan, refine, target, pairs, row, grid_row, present, est[at], low[at], high[at]))
+        out.append(_row_proposal(plan, refine, target, pairs, row, grid_row, present, est[at], low[at], high[at],
+                                 spacing[at]))
     for axis in refine.curve:
         if axis in target.curves:
             out += _curve(plan, refine, target, pairs, dims, rows_coords, est, (high - low) / 2, exists, axis)
@@ -164,7 +172,7 @@ def _six_digits(x: float) -> float | str:
 
 
 def _row_proposal(plan: Plan, refine: RefineSettings, target: Target, pairs: _PointSet, row: dict, grid_row: dict,
-         present: list[float], est: float, low: float, high: float) -> Proposal:
+                  present: list[float], est: float, low: float, high: float, spacing: float) -> Proposal:
     """locate, seeds or nothing for one row (see the module docstring)."""
     decision = {"boundary": target.variable, "row": _row_text(row), "estimate": _six_digits(est),
                 "low": _six_digits(low), "high": _six_digits(high), "wanted": "", "added": "", "new_points": 0}
@@ -190,6 +198,9 @@ def _row_proposal(plan: Plan, refine: RefineSettings, target: Target, pairs: _Po
     decision["seeds"] = count
     if half <= wanted and bracket <= wanted:
         return Proposal(set(), 0.0, {**decision, "action": "precise", "reason": text})
+    if not target.crossing and spacing / 2 > wanted:  # the interval holds the outputs around the crossing
+        return Proposal(set(), 0.0, {**decision, "action": "outputs", "reason": text + f", output spacing "
+                                     f"{_six_digits(spacing)} > twice the precision: record outputs more often"})
     points: set[tuple] = set()
     more = any(_more_seeds(pairs, p, refine) for p in at)
     action = "seeds"

@@ -86,7 +86,7 @@ def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> s
     return (
         "Collapse of paper 003 (Section 5: full collapse at t = exp(Omega(sqrt(beta)))). Left: median collapse "
         "time, when the fraction of seeds down to one cluster crosses 1/2 (interpolated between output times), "
-        "with a 95% bootstrap-over-seeds interval, against beta (log time axis); a missing point: fewer than half "
+        "with a 95% confidence interval over seeds, against beta (log time axis); a missing point: fewer than half "
         "the seeds reached one cluster by t_max. Right: seed mean of the longest time the cluster count stays constant "
         "strictly between 1 and n (meta-stable persistence). One colour per d in "
         f"{{{format_values(shown_ds(grid['d']))}}}; "

@@ -9,7 +9,8 @@ import xarray as xr
 
 from attnsweep.experiments.causal_clustering import SERIES, separation
 from attnsweep.experiments.causal_clustering import theory as closed_forms
-from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables, seed_mean
+from attnsweep.reduce.crossing import interval_columns, interval_variables, seed_mean
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 QUANTILES = (0.1, 0.9)  # the band of Fig. 3
@@ -92,7 +93,7 @@ def theory(sweep: xr.Dataset, c: float) -> xr.Dataset:
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
     """Per (n, d, beta, value, mask): the median collapse time (half the runs down to one
-    cluster) with a bootstrap interval; the mean persistence of a meta-stable state; the mean
+    cluster) with a confidence interval over seeds; the mean persistence of a meta-stable state; the mean
     cluster count at t_max and its fitted beta exponent with a bootstrap interval, against
     (d - 1)/2 (and the exponent at every output time, boundary.zarr only); the centre counts
     against theory; the captured fractions at t_max."""
@@ -103,11 +104,11 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     # A refined sweep: the seeds each (n, d, beta) holds, broadcast over value and mask.
     held = presence(sweep, ("n", "d", "beta", "seed"))
     held = None if held is None else np.broadcast_to(held[:, :, :, None, None, :], clusters.shape[:-1])
-    est, low, high = bootstrap_crossing(np.r_[t[0] - 1.0, t], np.concatenate(
+    found = crossing_interval(np.r_[t[0] - 1.0, t], np.concatenate(
         [np.zeros(collapsed.shape[:-1] + (1,)), collapsed], -1), 0.5,
         present=None if held is None else held[..., None])
     out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-    out.update(interval_variables("t_collapse", dims, est, low, high,
+    out.update(interval_variables("t_collapse", dims, found,
                                   "median time to a single cluster: half the runs have one cluster"))
     tokens = sweep["n"].values.reshape(-1, *([1] * (clusters.ndim - 1)))
     out["persistence"] = (dims, _over_seeds(_longest_plateau(t, clusters, tokens), held))
@@ -128,8 +129,10 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
             if rows.sum() >= 2 and common.any():
                 slope[i, j, v, m] = closed_forms.scaling_exponent(beta[rows], counts[i, j, rows, v, m][:, common])
     fit = ("n", "d", "value", "causal")
-    out.update(interval_variables("exponent", fit, *np.moveaxis(slope, -1, 0),
-                                  "least-squares slope of log clusters_final against log beta"))
+    named = ("least-squares slope of log clusters_final against log beta",
+             "2.5% bootstrap-over-seeds quantile of exponent", "97.5% bootstrap-over-seeds quantile of exponent")
+    for name, values, what in zip(("exponent", "exponent_low", "exponent_high"), np.moveaxis(slope, -1, 0), named):
+        out[name] = (fit, values, {"long_name": what, "units": "1"})
     out["exponent_theory"] = (out["d"] - 1) / 2
     means = summary["clusters"].transpose("n", "d", "beta", "value", "causal", "t").values
     if held is None:
@@ -156,11 +159,12 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     for var, long_name in attrs.items():
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs)
-    columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "persistence", "clusters_final",
+    columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "t_collapse_seeds", "t_collapse_spacing",
+               "t_collapse_flag", "persistence", "clusters_final",
                "collapsed_final", "exponent", "exponent_low", "exponent_high", "exponent_theory", "renyi_count",
                "renyi_count_saturated", "strong_count", "strong_count_theory", "captured_renyi_final",
                "captured_strong_final"]
     table = out[columns].drop_vars([c for c in out.coords if c not in dims]).to_dataframe()
-    table = table.reset_index().rename(columns={"t_collapse_low": "ci_low", "t_collapse_high": "ci_high"})
+    table = table.reset_index().rename(columns=interval_columns("t_collapse"))
     table.insert(len(dims), "V", np.asarray(sweep.attrs["value_names"].split(", "))[table["value"]])
     return table[[*dims, "V", *table.columns.drop([*dims, "V"])]], out

@@ -9,7 +9,7 @@ b(t) = 1 - min_i max_j P_ij, the number of leaders, the number of clusters of z,
 and variance over tokens of the eigen-coordinates phi_j^*(z_i); optionally snapshots of z,
 phi^*(z) and P. Theory (``theory.py``): the limit sets of Theorems 2.1, 3.1, 4.2 and 5.2 and the
 hull monotonicity of Prop. 8.2, checked on the snapshots. Boundary: the time t* at which the
-seed-mean Boolean defect falls below 1/2, with a bootstrap interval over seeds. float64 is
+seed-mean Boolean defect falls below 1/2, with a confidence interval over seeds. float64 is
 the dtype to run it in (scores grow like e^{2 lambda_1 t}; docs/papers/004.md §6).
 """
 

@@ -68,7 +68,7 @@ def caption_coordinates(grid: dict[str, list[float]], options: dict[str, Any]) -
 def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     return (
         "Emergence time t* at which the seed-mean Boolean defect b(t) = 1 - min_i max_j P_ij(t) falls below 1/2 "
-        "(points, 95% bootstrap-over-realisations interval; band: b falls below 0.9 to below 0.1; t* = 0 where b "
+        "(points, 95% confidence interval over realisations; band: b falls below 0.9 to below 0.1; t* = 0 where b "
         f"starts below 1/2), against the swept axis, one line per remaining (n, d, a) with n in "
         f"{{{format_values(grid['n'])}}}, d in {{{format_values(grid['d'])}}}, "
         f"a in {{{format_values(grid['scale'])}}}. "

@@ -3,13 +3,16 @@ and the boundary."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from attnsweep.experiments.cluster_emergence import theory as closed_forms
 from attnsweep.experiments.cluster_emergence.good_triples import VARIABLES as HEAD_VARIABLES
-from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, interval_variables, seed_mean
+from attnsweep.reduce.crossing import CI_COLUMNS, first_crossing, interval_columns, interval_variables, seed_mean
+from attnsweep.reduce.inversion import FLAGS, crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 LEVEL = 0.5  # the boundary: the seed-mean Boolean defect falls below 1/2
@@ -123,12 +126,12 @@ def theory(sweep: xr.Dataset) -> xr.Dataset:
 
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
-    """t*(n, d, scale): the seed-mean Boolean defect falls below 1/2, with a bootstrap interval;
+    """t*(n, d, scale): the seed-mean Boolean defect falls below 1/2, with a confidence interval over seeds;
     the 0.9 and 0.1 crossings; the seed means at t_max; the theory checks.
 
     Each curve is preceded by b = 1 at t = 0^- (b < 1 always), so a run already Boolean at
-    t = 0 crosses at t* = 0; a flagged run keeps its last recorded defect. Crossings are
-    upward crossings of -b (``attnsweep.reduce.crossing``)."""
+    t = 0 crosses at t* = 0 (then with no lower end); a flagged run keeps its last recorded
+    defect. Crossings are upward crossings of -b (``attnsweep.reduce.inversion``)."""
     dims = ("n", "d", "scale")
     t = sweep["t"].values
     defect = _forward_fill(sweep["defect"].transpose(*dims, "seed", "t").values)
@@ -136,10 +139,15 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     curves = -np.concatenate([np.ones(defect.shape[:-1] + (1,)), defect], -1)
     present = presence(sweep, (*dims, "seed"))  # a refined sweep: points hold different seeds
     present = None if present is None else present[..., None]
-    est, low, high = bootstrap_crossing(x, curves, -LEVEL, present=present)
     mean = seed_mean(curves, present)
+    # Read on the outputs themselves (a cubic cannot span the jump at 0^-); a mean already below
+    # the level at t = 0 crosses there, and nothing bounds it from below.
+    found = crossing_interval(t, curves[..., 1:], -LEVEL, present=present)
+    boolean = mean[..., 1] >= -LEVEL
+    found = dataclasses.replace(found, estimate=np.where(boolean, t[0], found.estimate),
+                                flag=np.where(boolean, FLAGS.index("reaches_grid_start"), found.flag))
     out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-    out.update(interval_variables("t_star", dims, est, low, high,
+    out.update(interval_variables("t_star", dims, found,
                                   "time where the seed-mean Boolean defect falls below 1/2"))
     for level in BAND:
         out[f"t_{int(level * 100)}"] = (dims, first_crossing(x, mean, -level))
@@ -160,8 +168,8 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     for var, long_name in attrs.items():
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs, level=LEVEL)
-    table = out.to_dataframe().reset_index().rename(columns={"t_star_low": "ci_low", "t_star_high": "ci_high"})
-    columns = ["n", "d", "scale", "t_star", "ci_low", "ci_high", "t_90", "t_10", "t_unresolved",
+    table = out.to_dataframe().reset_index().rename(columns=interval_columns("t_star"))
+    columns = ["n", "d", "scale", "t_star", *CI_COLUMNS, "t_90", "t_10", "t_unresolved",
                *(f"{v}_final" for v in SERIES),
                *THEORY]
     return table[columns], out

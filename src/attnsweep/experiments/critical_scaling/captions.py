@@ -17,7 +17,7 @@ def caption_lambda(n: int, grid: dict[str, list[float]]) -> str:
         f"Figure 1 of paper 000 at n = {n}: seed-mean angle ratio lambda (Eq. 26) over (rho, gamma), "
         f"one panel per d in {{{format_values(grid['d'])}}}, alpha = {format_value(grid['alpha'][0])}. "
         "Dashed: gamma = 1/(1 - rho) (Theorem 2.1). Markers: measured gamma* where lambda crosses "
-        "1/(1 + 3 rho) (Eq. 7), with a 95% bootstrap-over-seeds interval."
+        "1/(1 + 3 rho) (Eq. 7), with a 95% confidence interval over seeds."
     )
 
 
@@ -28,7 +28,7 @@ def caption_eta(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -
         f"Figure 2 of paper 000 at n = {n}: seed-mean Jacobian norm eta (Eq. 27, {method}) "
         f"over (rho, gamma), one panel per d in {{{format_values(grid['d'])}}}, alpha = 0. "
         "Dashed: gamma = 1/(1 - rho) (Theorem 2.3). Markers: measured gamma* where eta over its "
-        "supercritical plateau (1 - 1/d) mean 1/||x_i||^2 crosses 1/4, with a 95% bootstrap interval."
+        "supercritical plateau (1 - 1/d) mean 1/||x_i||^2 crosses 1/4, with a 95% confidence interval over seeds."
     )
 
 
@@ -38,7 +38,7 @@ def caption_finite_size(grid: dict[str, list[float]], across: str, with_eta: boo
     return (
         f"Finite-size approach to the critical line: gamma* (1 - rho) against {along} ({rows}), "
         "for up to six rho (colour, each drawn slightly apart along the axis so that the bars do not "
-        f"overlap; ticks at the {across} run), with 95% bootstrap intervals. Thin dashed, the same "
+        f"overlap; ticks at the {across} run), with 95% confidence intervals over seeds. Thin dashed, the same "
         "colour: the same boundary on the finite-n simplex (exact for d >= n; below, the formula "
         "continued in d). Dotted: 1, the limit of Theorem 2.1 as n grows."
     )

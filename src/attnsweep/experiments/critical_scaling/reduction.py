@@ -10,7 +10,8 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.experiments.critical_scaling import theory as closed_forms
-from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables, max_slope, seed_mean
+from attnsweep.reduce.crossing import CI_COLUMNS, interval_columns, interval_variables, max_slope, seed_mean
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 ETA_LEVEL = 0.25  # eta / plateau at gamma_c, docs/papers/000.md §6 (Eq. 20), not 1/2.
@@ -91,9 +92,9 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     crossings = (("lambda", lam, level, "seed-mean lambda crosses lambda_critical(rho, alpha)"),
                  ("eta", eta, ETA_LEVEL, f"seed-mean eta/eta_plateau crosses {ETA_LEVEL} (alpha = 0 only)"))
     for obs, samples, lv, what in crossings:
-        est, low, high = bootstrap_crossing(gamma, samples, lv, present=present)
+        found = crossing_interval(gamma, samples, lv, present=present)
         mean = seed_mean(samples, present)
-        out.update(interval_variables(f"gamma_star_{obs}", dims, est, low, high, f"gamma where {what}"))
+        out.update(interval_variables(f"gamma_star_{obs}", dims, found, f"gamma where {what}"))
         out[f"gamma_max_slope_{obs}"] = (dims, max_slope(gamma, mean))
         out[f"gamma_star_{obs}_scaled"] = out[f"gamma_star_{obs}"] * (1 - out["rho"])
         out[f"gamma_star_{obs}_scaled_median"] = out[f"gamma_star_{obs}_scaled"].median("rho")
@@ -120,18 +121,16 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
 def _table(bnd: xr.Dataset) -> pd.DataFrame:
     rows = []
     for obs in ("lambda", "eta"):
-        frame = bnd[[f"gamma_star_{obs}", f"gamma_star_{obs}_low", f"gamma_star_{obs}_high",
-                     f"gamma_max_slope_{obs}", f"gamma_star_{obs}_simplex", "gamma_critical"]
-                    ].to_dataframe().reset_index()
-        frame = frame.rename(columns={
-            f"gamma_star_{obs}": "gamma_star", f"gamma_star_{obs}_low": "ci_low",
-            f"gamma_star_{obs}_high": "ci_high", f"gamma_max_slope_{obs}": "gamma_max_slope",
-            f"gamma_star_{obs}_simplex": "gamma_star_simplex",
-        })
+        interval = interval_columns(f"gamma_star_{obs}")
+        frame = bnd[[f"gamma_star_{obs}", *interval, f"gamma_max_slope_{obs}", f"gamma_star_{obs}_simplex",
+                     "gamma_critical"]].to_dataframe().reset_index()
+        frame = frame.rename(columns={**interval, f"gamma_star_{obs}": "gamma_star",
+                                      f"gamma_max_slope_{obs}": "gamma_max_slope",
+                                      f"gamma_star_{obs}_simplex": "gamma_star_simplex"})
         frame.insert(0, "observable", obs)
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True)
     table["gamma_star_times_1_minus_rho"] = table["gamma_star"] * (1 - table["rho"])
     table = table.dropna(subset=["gamma_star", "gamma_max_slope"], how="all")
-    return table[["observable", "n", "d", "rho", "alpha", "gamma_star", "ci_low", "ci_high",
+    return table[["observable", "n", "d", "rho", "alpha", "gamma_star", *CI_COLUMNS,
                   "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_star_simplex", "gamma_critical"]]

@@ -11,7 +11,7 @@ records losses, accuracies and margins of the easy and hard samples, neuron alig
 score grid of both heads, the max-margin of the attention features and the head-symmetry residuals
 (``simulate.py``). Theory (``theory.py``): the stage-1 closed form, the loss floor (1/2) log 2, the
 linear regime of stage 2. Boundary: t*, the first flow time at which the seed-mean hard loss falls
-below (1/2) log 2, with a bootstrap interval over seeds, and the fit t* = B (K - K_0)."""
+below (1/2) log 2, with a confidence interval over seeds, and the fit t* = B (K - K_0)."""
 
 from __future__ import annotations
 

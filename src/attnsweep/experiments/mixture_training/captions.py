@@ -41,7 +41,7 @@ def specs(grid: dict[str, list[float]], options: dict[str, Any]) -> list[FigureS
     ]
     if len(grid["K"]) > 1 or len(grid["omega"]) > 1 or len(grid["m"]) > 1:
         out.append(FigureSpec("boundary", "t*: first flow time at which the seed-mean hard loss falls below "
-                                          "(1/2) log 2, with 95% bootstrap intervals over seeds, against K per "
+                                          "(1/2) log 2, with 95% confidence intervals over seeds, against K per "
                                           "omega (lines: the fit t* = B (K - K_0); dotted: the joint-GD "
                                           "reference fit at infinite width, docs/papers/002.md §6) and against m "
                                           "per K."))

@@ -12,13 +12,8 @@ import xarray as xr
 from attnsweep.experiments.mixture_training import MixtureTraining
 from attnsweep.experiments.mixture_training import theory as closed_forms
 from attnsweep.experiments.mixture_training.resources import SERIES
-from attnsweep.reduce.crossing import (
-    bootstrap_crossing,
-    first_crossing,
-    held_means,
-    interval_variables,
-    resampled_means,
-)
+from attnsweep.reduce.crossing import first_crossing, held_means, interval_variables, resampled_means
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 AVERAGED = (*SERIES, "s_same", "s_cross", "loss_opposing", "align", "score")
@@ -72,7 +67,7 @@ def theory(summary: xr.Dataset) -> xr.Dataset:
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
     """t*: the first flow time at which the seed-mean hard loss falls below (1/2) log 2, linearly
-    interpolated between recorded steps, with a percentile bootstrap interval over seeds
+    interpolated between recorded steps, with a confidence interval over seeds (docs/statistics.md)
     (docs/papers/002.md §8; not "hard accuracy crosses 1/2"); a second estimate where the seed-mean s_same of the
     + head reaches 1; and per (L, omega, m, lr, b, mode, engine) the fit t* = B (K - K_0) with
     bootstrap intervals (``closed_forms.bootstrap_fit``)."""
@@ -83,15 +78,16 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     held = presence(sweep, (*MixtureTraining().axis_names, "seed"))  # a refined sweep: points hold different seeds
     if held is not None:  # (..., seed) -> (..., mode, engine, seed, step)
         held = np.broadcast_to(held[..., None, None, :, None], hard.shape[:-1] + (1,))
-    est, low, high = (x * lr for x in bootstrap_crossing(step, -hard, -LEVEL, present=held))
+    found = crossing_interval(step, -hard, -LEVEL, present=held)
+    est = found.estimate * lr
     same = summary["s_same"].sel(head=0).transpose(*dims, "step").values
     out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-    out.update(interval_variables("t_star", dims, est, low, high,
-                                  "first flow time with seed-mean hard loss < (1/2) log 2"))
+    out.update(interval_variables("t_star", dims, found, "first flow time with seed-mean hard loss < (1/2) log 2",
+                                  scale=lr))
     out["t_score"] = (dims, first_crossing(step, same, 1.0) * lr)
     if held is None:
         boot = first_crossing(step, -resampled_means(hard), -LEVEL) * lr[..., None]  # (..., R)
-    else:  # each row resampled over its own seeds, as bootstrap_crossing does
+    else:  # each row resampled over its own seeds
         boot = np.full((*hard.shape[:-2], RESAMPLES), np.nan)
         for row in np.ndindex(hard.shape[:-2]):
             if held[row].any():

@@ -35,7 +35,7 @@ def _theory(options: dict[str, Any]) -> str:
 def caption_phase(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     return (f"Phase diagram in (beta, {UNIT[options['K_unit']]}), one panel per d, at the largest n: the coupling "
             f"where the seed-mean time-averaged |m| crosses {format_value(options['level'])} from each start "
-            f"(filled: uniform tokens, open: one point; 95% bootstrap-over-realisations intervals). "
+            f"(filled: uniform tokens, open: one point; 95% confidence intervals over realisations). "
             f"{_theory(options)} {_setting(grid, options)}.")
 
 

@@ -12,7 +12,8 @@ import xarray as xr
 
 from attnsweep.experiments.noisy_clustering import theory
 from attnsweep.experiments.noisy_clustering.resources import STARTS, couplings
-from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables
+from attnsweep.reduce.crossing import interval_variables
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 OBSERVED = ("order", "order_sq", "alignment", "clusters", "energy")
@@ -144,7 +145,7 @@ def mean_field(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
     """Per (n, d, beta) and start: the K where the seed mean of the time-averaged |m| first crosses
-    the level, with a bootstrap-over-seeds interval, beside its mean-field value."""
+    the level, with a confidence interval over seeds, beside its mean-field value."""
     level = float(sweep.attrs["level"])
     dims = ("n", "d", "beta")
     k = sweep["K"].values
@@ -155,8 +156,8 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
         one = sweep.sel(start=s)
         samples = one["order"].transpose(*dims, "seed", "K").values
         present = presence(one, (*dims, "seed", "K"))
-        est, low, high = bootstrap_crossing(k, samples, level, present=present)
-        out.update(interval_variables(f"K_{start}", dims, est, low, high,
+        found = crossing_interval(k, samples, level, present=present)
+        out.update(interval_variables(f"K_{start}", dims, found,
                                       f"K where the seed-mean order parameter from {start} tokens crosses the level"))
         out[f"K_{start}_mean_field"] = summary["K_level_mean_field"].sel(start=s, drop=True)
         out[f"K_{start}_mean_field"].attrs.update(

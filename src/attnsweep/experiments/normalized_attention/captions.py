@@ -34,14 +34,14 @@ def caption_phase(n: int, heads: int, grid: dict[str, list[float]], options: dic
         f"of tokens is clustered, <theta_i, theta_j> >= 1 - {format_value(options['delta'])}, over (t, beta), "
         f"estimated from all pairs of every realisation; one column per scheme, one row per d in "
         f"{{{format_values(grid['d'])}}}. Red: the time to clustering t*(beta), where the probability crosses "
-        f"1/2, with a 95% bootstrap-over-realisations interval. {setting(options)}."
+        f"1/2, with a 95% confidence interval over realisations. {setting(options)}."
     )
 
 
 def caption_heads(n: int, grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     return (
         f"The boundary against the number of heads, n = {n}: beta*, the inverse temperature where the "
-        f"probability of a clustered pair at t = {format_value(options['t_max'])} crosses 1/2 (95% bootstrap "
+        f"probability of a clustered pair at t = {format_value(options['t_max'])} crosses 1/2 (95% confidence "
         f"interval), against H in {{{format_values(grid['heads'])}}}, one line per scheme, one panel per d. "
         f"Above beta* the tokens have not clustered by t_max; none drawn where no crossing lies on the beta grid. "
         f"{setting(options)}."

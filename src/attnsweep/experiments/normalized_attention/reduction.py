@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from attnsweep.reduce.crossing import bootstrap_crossing, interval_variables
+from attnsweep.reduce.crossing import interval_columns, interval_variables
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 LEVEL = 0.5
@@ -28,7 +29,7 @@ def reduce(sweep: xr.Dataset) -> xr.Dataset:
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
     """t*(n, d, heads, scheme, beta) along t and beta*(n, d, heads, scheme) at t_max along beta,
-    each with a 95% bootstrap-over-realisations interval."""
+    each with a 95% confidence interval over realisations."""
     dims = (*ROW, "beta")
     t, beta = sweep["t"].values, sweep["beta"].values
     clustered = sweep["clustered"]
@@ -36,16 +37,15 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     present = presence(sweep, ("n", "d", "heads", "beta", "seed"))
     present = None if present is None else np.expand_dims(present, ROW.index("scheme"))
     samples = clustered.transpose(*dims, "seed", "t").values
-    t_est, t_low, t_high = bootstrap_crossing(t, samples, LEVEL,
-                                              present=None if present is None else present[..., None])
+    at_time = crossing_interval(t, samples, LEVEL, present=None if present is None else present[..., None])
     # 1 - p at t_max rises through 1/2 where p falls through it: the first such beta.
     last = 1 - clustered.isel(t=-1).transpose(*ROW, "seed", "beta").values
     held = None if present is None else np.swapaxes(present, -1, -2)  # (..., seed, beta)
-    b_est, b_low, b_high = bootstrap_crossing(beta, last, LEVEL, present=held)
+    at_beta = crossing_interval(beta, last, LEVEL, present=held)
     out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-    out.update(interval_variables("beta_star", ROW, b_est, b_low, b_high,
+    out.update(interval_variables("beta_star", ROW, at_beta,
                                   f"beta where the probability of a clustered pair at t_max crosses {LEVEL}"))
-    out.update(interval_variables("t_star", dims, t_est, t_low, t_high,
+    out.update(interval_variables("t_star", dims, at_time,
                                   f"time where the probability of a clustered pair crosses {LEVEL} "
                                   "(the time to clustering)"))
     out["scheme"].attrs.update(sweep["scheme"].attrs)
@@ -53,6 +53,6 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     table = out.to_dataframe().reset_index()
     flags = sweep["scheme"].attrs["flag_meanings"].split()
     table["scheme"] = [flags[int(s)] for s in table["scheme"]]
-    columns = ["n", "d", "heads", "scheme", "beta", "t_star", "t_star_low", "t_star_high", "beta_star",
-               "beta_star_low", "beta_star_high"]
+    columns = ["n", "d", "heads", "scheme", "beta", "t_star", *interval_columns("t_star"), "beta_star",
+               *interval_columns("beta_star")]
     return table[columns], out

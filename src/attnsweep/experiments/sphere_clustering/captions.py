@@ -35,7 +35,7 @@ def caption_phase(n: int, grid: dict[str, list[float]], options: dict[str, Any])
         f"{other} = {format_value(grid[other][0])}, estimated from all pairs of every realisation; one panel per "
         f"d in {{{format_values(grid['d'])}}}. {_setting(grid, options)}. White: Gamma_inf,delta of Eq. 6.12 "
         "(Q = K = V = I only); red: the measured t* where the probability crosses 1/2, with a 95% "
-        "bootstrap-over-realisations interval."
+        "confidence interval over realisations."
     )
 
 
@@ -50,7 +50,7 @@ def caption_clusters(n: int, grid: dict[str, list[float]], options: dict[str, An
 
 def caption_boundary(grid: dict[str, list[float]], options: dict[str, Any]) -> str:
     return (
-        f"Measured boundary t*(beta) (clustered-pair probability 1/2, 95% bootstrap interval; band: "
+        f"Measured boundary t*(beta) (clustered-pair probability 1/2, 95% confidence interval; band: "
         f"probability 0.1 to 0.9) against Gamma_inf,delta of Eq. 6.12 (black), one line per d in "
         f"{{{format_values(grid['d'])}}}, n in {{{format_values(grid['n'])}}}. {_setting(grid, options)}."
     )

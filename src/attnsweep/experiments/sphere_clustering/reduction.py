@@ -11,7 +11,8 @@ import xarray as xr
 
 from attnsweep.experiments.sphere_clustering import beta_eff
 from attnsweep.experiments.sphere_clustering import theory as closed_forms
-from attnsweep.reduce.crossing import bootstrap_crossing, first_crossing, interval_variables
+from attnsweep.reduce.crossing import CI_COLUMNS, first_crossing, interval_columns, interval_variables
+from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
 LEVEL = 0.5  # the boundary: the clustered-pair fraction crosses 1/2 (docs/papers/001.md §6)
@@ -65,16 +66,16 @@ def theory(summary: xr.Dataset, attrs: dict[str, Any]) -> xr.Dataset:
 
 
 def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.Dataset]:
-    """t*(beta; n, d): the seed-mean clustered fraction crosses 1/2, with a bootstrap interval;
+    """t*(beta; n, d): the seed-mean clustered fraction crosses 1/2, with a confidence interval over seeds;
     the 0.1 and 0.9 crossings; and the distance to Gamma_inf,delta."""
     dims = ("n", "d", "rho", "beta", "gamma")
     t = sweep["t"].values
     samples = sweep["clustered"].transpose(*dims, "seed", "t").values
     present = presence(sweep, (*dims, "seed"))  # a refined sweep: points hold different seeds
-    est, low, high = bootstrap_crossing(t, samples, LEVEL, present=None if present is None else present[..., None])
+    found = crossing_interval(t, samples, LEVEL, present=None if present is None else present[..., None])
     mean = summary["clustered"].transpose(*dims, "t").values
     out = xr.Dataset(coords={c: sweep[c].values for c in dims})
-    out.update(interval_variables("t_star", dims, est, low, high,
+    out.update(interval_variables("t_star", dims, found,
                                   "time where the seed-mean clustered fraction crosses 1/2"))
     for level in BAND:
         out[f"t_{int(level * 100)}"] = (dims, first_crossing(t, mean, level))
@@ -92,7 +93,7 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs, level=LEVEL)
     table = out.to_dataframe().reset_index()
-    table = table.rename(columns={"t_star_low": "ci_low", "t_star_high": "ci_high"})
-    columns = ["n", "d", "rho", "beta", "gamma", "beta_eff", "t_star", "ci_low", "ci_high", "t_10", "t_90",
-               "t_star_theory", "t_star_minus_theory"]
+    table = table.rename(columns=interval_columns("t_star"))
+    columns = ["n", "d", "rho", "beta", "gamma", "beta_eff", "t_star", *CI_COLUMNS,
+               "t_10", "t_90", "t_star_theory", "t_star_minus_theory"]
     return table[columns], out
