@@ -51,6 +51,7 @@ COARSE = 4  # the coarse grid: every 4th value of the fine one
 METHODS = ("percentile", "jackknife", "t-linear", "t-cubic", "t-cubic+bracket")
 
 Interval = tuple[np.ndarray, np.ndarray, np.ndarray]  # estimate, low, high over the groups
+_BASELINES: dict[str, ModuleType] = {}
 
 
 @dataclass
@@ -89,7 +90,11 @@ def jackknife(x: np.ndarray, samples: np.ndarray, level: float, confidence: floa
 
 
 def methods(rev: str) -> dict[str, Callable[[np.ndarray, np.ndarray, float], Interval]]:
-    old = baseline(rev)
+    """Each method by name; the baseline module is read from git at its first use."""
+    def percentile(x: np.ndarray, samples: np.ndarray, level: float) -> Interval:
+        if rev not in _BASELINES:
+            _BASELINES[rev] = baseline(rev)
+        return _BASELINES[rev].bootstrap_crossing(x, samples, level)
 
     def inverted(order: int, bracket: bool) -> Callable[[np.ndarray, np.ndarray, float], Interval]:
         def run(x: np.ndarray, samples: np.ndarray, level: float) -> Interval:
@@ -97,7 +102,7 @@ def methods(rev: str) -> dict[str, Callable[[np.ndarray, np.ndarray, float], Int
             return found.estimate, found.low, found.high
         return run
 
-    return {"percentile": lambda x, y, lv: old.bootstrap_crossing(x, y, lv), "jackknife": jackknife,
+    return {"percentile": percentile, "jackknife": jackknife,
             "t-linear": inverted(1, False), "t-cubic": inverted(3, False), "t-cubic+bracket": inverted(3, True)}
 
 
