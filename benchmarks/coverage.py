@@ -19,8 +19,9 @@ shipped until issue 63: read from git revision ``--baseline``), ``jackknife`` (d
 standard error of the chord crossing, Student's t), ``t-linear`` and ``t-cubic`` (the inverted t
 test of :mod:`attnsweep.reduce.inversion`, chord and cubic interpolation, every seed count
 allowed). Per (case, grid, S, method) a row: coverage (an end past the grid counts as open),
-misses below and above the truth, the bias of the estimate and the mean width over the width the
-estimates' spread calls for (2 x 1.96 x their standard deviation).
+misses below and above the truth, the bias of the estimate, the mean width over the width the
+estimates' spread calls for (2 x 1.96 x their standard deviation), and the bias over the mean
+half-width (the precision the interval states).
 """
 
 from __future__ import annotations
@@ -118,14 +119,16 @@ def score(interval: Interval, truth: float) -> dict[str, float]:
     return {"groups": int(n), "coverage": 1 - (below.sum() + above.sum()) / max(n, 1),
             "below": int(below.sum()), "above": int(above.sum()), "open": int((crossed & ~bounded).sum()),
             "bias": float(np.mean(est[crossed]) - truth) if n else np.nan,
-            "width": float(np.mean((high - low)[bounded]) / spread) if bounded.any() and spread > 0 else np.nan}
+            "width": float(np.mean((high - low)[bounded]) / spread) if bounded.any() and spread > 0 else np.nan,
+            "bias_half": (float(abs(np.mean(est[crossed]) - truth) / np.mean((high - low)[bounded] / 2))
+                          if bounded.any() else np.nan)}
 
 
 def table(cases: list[Case], seeds: list[int], scorers: dict, groups: int, rows: list[dict]) -> Iterator[str]:
     """The markdown rows of every (case, grid, S, method); each row's numbers also go to ``rows``."""
     yield ("| case | grid | S | groups | method | coverage | misses below / above | open | bias | "
-           "width / spread |")
-    yield "|---|---|---|---|---|---|---|---|---|---|"
+           "width / spread | bias / half-width |")
+    yield "|---|---|---|---|---|---|---|---|---|---|---|"
     for case in cases:
         for grid, step in (("fine", 1), ("coarse", COARSE)):
             x = case.x[::step]
@@ -139,7 +142,7 @@ def table(cases: list[Case], seeds: list[int], scorers: dict, groups: int, rows:
                     rows.append({"case": case.name, "grid": grid, "seeds": s, "method": name, **r})
                     yield (f"| {case.name} | {grid} ({x[1] - x[0]:.3g}) | {s} | {r['groups']} | {name} | "
                            f"{r['coverage']:.3f} | {r['below']} / {r['above']} | {r['open']} | "
-                           f"{r['bias']:+.2g} | {r['width']:.2f} |")
+                           f"{r['bias']:+.2g} | {r['width']:.2f} | {r['bias_half']:.2f} |")
 
 
 # --- synthetic curves with a known crossing -------------------------------------------------------

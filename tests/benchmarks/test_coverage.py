@@ -34,6 +34,7 @@ def test_score_counts_misses_each_side_and_open_ends(coverage) -> None:
     assert (r["groups"], r["below"], r["above"], r["open"]) == (5, 1, 2, 2)
     assert r["coverage"] == pytest.approx(2 / 5)
     assert r["bias"] == pytest.approx(np.mean(est[:5]) - 0.5)
+    assert r["bias_half"] == pytest.approx(abs(np.mean(est[:5]) - 0.5) / 0.5)  # the bounded ones: half-width 0.5
 
 
 def test_blocks_are_disjoint_and_leave_the_truth_its_share(coverage) -> None:
