@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 #: Fewer seeds than this give no interval: with 4 seeds of a steep curve or of 0/1 outcomes the
-#: t interval covers 91% (benchmarks/RESULTS.md, "Boundary intervals").
+#: t interval covers 91-92% (benchmarks/RESULTS.md, issue 63).
 MIN_SEEDS = 8
 #: Points per grid interval at which t is evaluated before the ends are found by bisection.
 SUBDIVISIONS = 16
@@ -69,11 +69,15 @@ def crossing_interval(x: np.ndarray, samples: np.ndarray, level: np.ndarray | fl
 
     ``present`` (broadcasting against ``samples``) marks the (seed, value) pairs computed in a
     refined sweep, where values hold different seeds; each row is read on the values it holds.
-    A NaN at a held value means no crossing. ``chunk`` bounds the seeds x abscissae evaluated
-    at once (memory only: the result does not depend on it)."""
+    A NaN at a held value means no crossing. ``order`` 3 reads the curves through the cubic, 1
+    through the chord; ``bracket`` False leaves out the grid interval, giving the test's own
+    interval (benchmarks/coverage.py compares them). ``chunk`` bounds the seeds x abscissae
+    evaluated at once (memory only: the result does not depend on it)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or np.any(np.diff(x) <= 0):
-        raise ValueError(f"crossing_interval: the grid must increase strictly (a cubic cannot span a jump), got {x}")
+        at = int(np.argmax(np.diff(x) <= 0)) if x.ndim == 1 else 0
+        raise ValueError(f"crossing_interval: the grid must increase strictly (a cubic cannot span a jump): "
+                         f"x[{at}] = {x.ravel()[at]} is followed by {x.ravel()[at + 1:at + 2]}")
     samples = np.asarray(samples, dtype=float)
     lead = samples.shape[:-2]
     n_seeds, size = samples.shape[-2:]
