@@ -108,12 +108,14 @@ class _Rows:
 
     def __init__(self, x: np.ndarray, y: np.ndarray, held: np.ndarray, level: np.ndarray,
                  confidence: float, order: int) -> None:
-        self.x, self.level, self.confidence = x, level, confidence
+        self.x, self.level = x, level
         count = held.sum(1)  # (R, G) seeds per value
         self.count = count
         self.mean = np.where(held, y, 0.0).sum(1) / count
         self.scaled = np.where(held, y - self.mean[:, None, :], 0.0) / count[:, None, :]  # r_si / n_i
         self.width = min(order + 1, len(x))
+        with np.errstate(invalid="ignore"):  # by the fewest seeds: NaN below 2
+            self.critical = stats.t.ppf((1 + confidence) / 2, np.arange(count.max() + 1) - 1.0)
 
     def weights(self, interval: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The stencil of each grid interval (the bracketing pair and its neighbours, moved
@@ -140,7 +142,7 @@ class _Rows:
         idx, w = self.weights(interval, u)
         rows = np.arange(len(u))[:, None, None]
         z = (w * self.mean[rows, idx]).sum(-1) - self.level[:, None]
-        fewest = self.count[rows, idx].min(-1).astype(float)
+        fewest = self.count[rows, idx].min(-1)
         second = np.empty(u.shape)
         n_seeds = self.scaled.shape[1]
         step = max(1, chunk // max(1, n_seeds * u.shape[1] * idx.shape[-1]))
@@ -149,10 +151,9 @@ class _Rows:
             each = np.einsum("rqws,rqw->rqs", self.scaled[rows[b], :, idx[b]], w[b])  # (r, Q, S)
             second[b] = np.square(each).sum(-1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            kappa2 = fewest / (fewest - 1) * second  # the mean's variance, unbiased on a product grid
+            kappa2 = fewest / (fewest - 1.0) * second  # the mean's variance, unbiased on a product grid
             t = np.where(z == 0, 0.0, z / np.sqrt(kappa2))
-            critical = stats.t.ppf((1 + self.confidence) / 2, fewest - 1)
-        return t, critical, fewest
+        return t, self.critical[fewest], fewest.astype(float)
 
     def solve(self, min_seeds: int, bracket: bool, chunk: int) -> dict[str, np.ndarray]:
         x, mean, lv = self.x, self.mean, self.level
