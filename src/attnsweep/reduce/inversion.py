@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 #: Fewer seeds than this give no interval: with 4 seeds of a steep curve or of 0/1 outcomes the
 #: t interval covers 91-92% (benchmarks/RESULTS.md, issue 63).
@@ -114,8 +114,8 @@ class _Rows:
         self.mean = np.where(held, y, 0.0).sum(1) / count
         self.scaled = np.where(held, y - self.mean[:, None, :], 0.0) / count[:, None, :]  # r_si / n_i
         self.width = min(order + 1, len(x))
-        with np.errstate(invalid="ignore"):  # by the fewest seeds: NaN below 2
-            self.critical = stats.t.ppf((1 + confidence) / 2, np.arange(count.max() + 1) - 1.0)
+        with np.errstate(invalid="ignore"):  # Student's quantile by the fewest seeds: NaN below 2
+            self.critical = special.stdtrit(np.arange(count.max() + 1) - 1.0, (1 + confidence) / 2)
 
     def weights(self, interval: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The stencil of each grid interval (the bracketing pair and its neighbours, moved
