@@ -13,9 +13,9 @@ from attnsweep.refine.rules import decide
 GAMMA = [0.5, 1.0, 2.0, 4.0]
 
 
-def plan(**refine):
+def plan(seeds=4, **refine):
     config = {"experiments": {"critical_scaling": {
-        "n": [64], "d": [16], "rho": [0.2, 0.5], "gamma": GAMMA, "seeds": 4, "wildcards": ["n", "d"],
+        "n": [64], "d": [16], "rho": [0.2, 0.5], "gamma": GAMMA, "seeds": seeds, "wildcards": ["n", "d"],
         "refine": {"precision": 0.05, "relative": False, "boundaries": ["gamma_star_lambda"], **refine}}}}
     return load_sweep(config).plans["critical_scaling"]
 
@@ -68,6 +68,19 @@ def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_every_value_it_r
     assert [d["action"] for d in assessment] == ["seeds", "locate"]
     assert assessment[0]["added"] == "seeds up to 8 at gamma 1, 1.01, 1.03, 2"
     assert assessment[0]["seeds"] == 4  # the most any value of the span holds, before the round
+
+
+def test_new_seeds_count_on_from_the_rows_least_seed() -> None:
+    """A sweep of seeds 800-803 grows to 800-807 (not 0-3): repetitions on disjoint seed blocks
+    stay disjoint as they refine."""
+    block = [800, 801, 802, 803]
+    p = plan(seeds=block)
+    est, low, high = [1.02, 1.5], [1.005, 1.49], [1.5, 1.51]
+    sim = simulated(p, extra=[(0.2, g, s) for g in (1.01, 1.03) for s in block])
+    blocks, assessment, _ = decide(p, p.refine, sim, boundary(est, low, high), 1e9)
+    assert {x for x in points(blocks) if x[0] == 0.2} == {(0.2, g, s) for g in (1.0, 1.01, 1.03, 2.0)
+                                                          for s in range(804, 808)}
+    assert assessment[0]["added"] == "seeds up to 8 at gamma 1, 1.01, 1.03, 2"
 
 
 def test_seeds_fill_the_values_the_interval_reaches_up_to_the_most_any_holds() -> None:

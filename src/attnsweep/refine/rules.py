@@ -12,7 +12,8 @@ row's neighbouring values of the crossing axis around the estimate):
 - ``seeds``: otherwise, h > p: at every value the interval reaches (the last held value at or
   below its low end to the first at or above its high end, a and b at least; the row's point
   for a time-located boundary) the seeds brought up to twice the most any of them holds, at most
-  ``max_seeds``, the same new seeds at each (paired);
+  ``max_seeds``, the same new seeds at each (paired), counted on from the row's least seed (a
+  sweep of seeds [k, k + 8) grows to [k, k + 16), never into another block's);
 - ``outputs``: a boundary located in time whose interval cannot be narrower than the spacing of
   the recorded outputs around it (it holds them): when that is more than twice the precision,
   nothing is added (seeds cannot help; the config's ``outputs`` can);
@@ -221,9 +222,10 @@ def _row_proposal(plan: Plan, refine: RefineSettings, target: Target, pairs: _Po
         added = f"{target.crossing} {', '.join(map(format_value, new))} x {len(seeds)} seeds"
     else:
         goal = min(2 * count, refine.max_seeds)
+        first = min((min(pairs.seeds(p), default=0) for p in at), default=0)  # a seed block [k, ...) stays in it
         for p in at:
             held = set(pairs.seeds(p))
-            extra = [s for s in range(goal + max(held, default=0) + 1) if s not in held][: goal - len(held)]
+            extra = [s for s in range(first, first + goal + len(held)) if s not in held][: goal - len(held)]
             points |= {_point(plan, p, s) for s in extra}
         where = (f"{target.crossing} {', '.join(format_value(p[target.crossing]) for p in at)}" if target.crossing
                  else "the row")
