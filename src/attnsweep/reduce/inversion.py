@@ -117,11 +117,15 @@ class _Rows:
         with np.errstate(invalid="ignore"):  # Student's quantile by the fewest seeds: NaN below 2
             self.critical = special.stdtrit(np.arange(count.max() + 1) - 1.0, (1 + confidence) / 2)
 
-    def weights(self, interval: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The stencil of each grid interval (the bracketing pair and its neighbours, moved
-        inwards at the grid's ends) and its Lagrange weights (..., width) at abscissae u."""
+    def stencil(self, interval: np.ndarray) -> np.ndarray:
+        """The grid values (..., width) each grid interval is read from: the bracketing pair and
+        its neighbours, moved inwards at the grid's ends."""
         first = np.clip(interval - (self.width - 2) // 2, 0, len(self.x) - self.width)
-        idx = first[..., None] + np.arange(self.width)
+        return first[..., None] + np.arange(self.width)
+
+    def weights(self, interval: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The stencil of each grid interval and its Lagrange weights (..., width) at abscissae u."""
+        idx = self.stencil(interval)
         nodes = self.x[idx]
         w = np.ones(idx.shape)
         for i in range(idx.shape[-1]):
@@ -135,13 +139,15 @@ class _Rows:
         idx, w = self.weights(interval, u)
         return (w * self.mean[np.arange(len(u))[:, None, None], idx]).sum(-1) - self.level[:, None]
 
-    def statistic(self, interval: np.ndarray, u: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """At abscissae u (R, Q) in grid intervals ``interval``: Student's t of a crossing at u, its
-        critical value (rejected where |t| > critical; NaN without a variance: nothing rejected),
-        and the fewest seeds of the stencil."""
+    def statistic(self, interval: np.ndarray, u: np.ndarray, chunk: int,
+                  at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """At abscissae u (R, Q) in grid intervals ``interval`` of rows ``at`` (default: every
+        row): Student's t of a crossing at u and its critical value (rejected where |t| >
+        critical; NaN without a variance: nothing rejected)."""
         idx, w = self.weights(interval, u)
-        rows = np.arange(len(u))[:, None, None]
-        z = (w * self.mean[rows, idx]).sum(-1) - self.level[:, None]
+        at = np.arange(len(u)) if at is None else at
+        rows = at[:, None, None]
+        z = (w * self.mean[rows, idx]).sum(-1) - self.level[at][:, None]
         fewest = self.count[rows, idx].min(-1)
         second = np.empty(u.shape)
         n_seeds = self.scaled.shape[1]
@@ -153,7 +159,7 @@ class _Rows:
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa2 = fewest / (fewest - 1.0) * second  # the mean's variance, unbiased on a product grid
             t = np.where(z == 0, 0.0, z / np.sqrt(kappa2))
-        return t, self.critical[fewest], fewest.astype(float)
+        return t, self.critical[fewest]
 
     def solve(self, min_seeds: int, bracket: bool, chunk: int) -> dict[str, np.ndarray]:
         x, mean, lv = self.x, self.mean, self.level
@@ -163,7 +169,7 @@ class _Rows:
         has = up.any(1) & ~above[:, 0]
         k = np.where(has, up.argmax(1), 0)
         estimate = self._bisect(k, x[k], x[k + 1])
-        seeds = self.statistic(k[:, None], estimate[:, None], chunk)[2][:, 0]
+        seeds = self.count[np.arange(rows)[:, None], self.stencil(k)].min(-1).astype(float)  # the fewest of the stencil
         low, high = np.full(rows, np.nan), np.full(rows, np.nan)
         flag = np.where(has, FLAGS.index("bounded"), FLAGS.index("no_crossing"))
         flag = np.where(has & (seeds < min_seeds), FLAGS.index("too_few_seeds"), flag)
@@ -177,13 +183,6 @@ class _Rows:
         return {"estimate": np.where(has, estimate, np.nan), "low": low, "high": high,
                 "seeds": np.where(has, seeds, np.nan), "spacing": spacing, "flag": flag}
 
-    def _subset(self, rows: np.ndarray) -> _Rows:
-        other = object.__new__(_Rows)
-        other.__dict__.update(self.__dict__)
-        other.mean, other.scaled, other.count = self.mean[rows], self.scaled[rows], self.count[rows]
-        other.level = self.level[rows]
-        return other
-
     def _ends(self, k: np.ndarray, estimate: np.ndarray, rows: np.ndarray,
               chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each row's interval and flag: from the first abscissa whose crossing is not rejected
@@ -193,24 +192,24 @@ class _Rows:
         (probability 1 - confidence) or the curve tests significantly above the level somewhere
         below x*, where it is below in expectation (less likely still): so a curve that returns
         to the level later (a bump) or crosses it again in its noise is covered as a whole."""
-        part = self._subset(rows)
         x = self.x
         frac = np.arange(SUBDIVISIONS) / SUBDIVISIONS
         grid = np.r_[(x[:-1, None] + np.diff(x)[:, None] * frac).ravel(), x[-1]]
         interval = np.r_[np.repeat(np.arange(len(x) - 1), SUBDIVISIONS), len(x) - 2]
         n, size = len(rows), len(grid)
-        t, critical, _ = part.statistic(np.broadcast_to(interval, (n, size)), np.broadcast_to(grid, (n, size)), chunk)
+        t, critical = self.statistic(np.broadcast_to(interval, (n, size)), np.broadcast_to(grid, (n, size)), chunk,
+                                     rows)
         order = np.arange(size)
         accepted = ~(abs(t) > critical)  # NaN (no variance estimate) rejects nothing
         first = np.where(accepted, order, size).min(1)
         stop = np.where((t > critical) & (grid > estimate[:, None]), order, size).min(1)
 
         def accepts(iv, u):
-            t, critical, _ = part.statistic(iv, u, chunk)
+            t, critical = self.statistic(iv, u, chunk, rows)
             return ~(abs(t) > critical)
 
         def below_or_accepts(iv, u):
-            t, critical, _ = part.statistic(iv, u, chunk)
+            t, critical = self.statistic(iv, u, chunk, rows)
             return ~(t > critical)
 
         # the estimate is accepted (z = 0) even where no abscissa of the subdivision near it is
