@@ -70,6 +70,18 @@ def test_a_wide_interval_in_a_fine_bracket_doubles_the_seeds_at_every_value_it_r
     assert assessment[0]["seeds"] == 4  # the most any value of the span holds, before the round
 
 
+@pytest.mark.parametrize("low, high, action", [(0.9, 2.1, "locate"), (1.0, 2.6, "seeds"), (0.4, 2.0, "seeds")])
+def test_an_interval_holding_the_bracket_locates_unless_it_reaches_half_a_bracket_past_it(low, high,
+                                                                                        action) -> None:
+    """Bracket [1, 2] around 1.5, precision 0.05: an interval 0.1 past each end (half-width 0.6,
+    wider than the bracket's 0.5, as every interval holding it is) is limited by the grid; 0.6 past
+    one end, by the noise."""
+    p = plan()
+    blocks, assessment, _ = decide(p, p.refine, simulated(p), boundary([1.5, np.nan], [low, np.nan],
+                                                                       [high, np.nan]), 1e9)
+    assert assessment[0]["action"] == action
+
+
 def test_new_seeds_count_on_from_the_rows_least_seed() -> None:
     """A sweep of seeds 800-803 grows to 800-807 (not 0-3): repetitions on disjoint seed blocks
     stay disjoint as they refine."""

@@ -7,7 +7,8 @@ each row's estimate and 95% bootstrap interval) and decides, per boundary (an ex
 row's neighbouring values of the crossing axis around the estimate):
 
 - ``precise``: h <= p and (b - a)/2 <= p: nothing is added;
-- ``locate``: (b - a)/2 > p and h <= (b - a)/2 (the grid, not the noise, limits): ``points``
+- ``locate``: (b - a)/2 > p and the interval reaches at most (b - a)/2 past the bracket on
+  either side (it always holds the bracket, docs/statistics.md: the grid, not the noise, limits): ``points``
   new values evenly inside the bracket, with the seeds both bracket values hold;
 - ``seeds``: otherwise, h > p: at every value the interval reaches (the last held value at or
   below its low end to the first at or above its high end, a and b at least; the row's point
@@ -205,7 +206,8 @@ def _row_proposal(plan: Plan, refine: RefineSettings, target: Target, pairs: _Po
     points: set[tuple] = set()
     more = any(_more_seeds(pairs, p, refine) for p in at)
     action = "seeds"
-    if target.crossing and bracket > wanted and half <= bracket:
+    beyond = max(a - low, high - b) if target.crossing and np.isfinite(half) else math.inf  # past the bracket
+    if target.crossing and bracket > wanted and beyond <= bracket:
         action = "locate"
     elif target.crossing:
         action = "seeds" if more else "locate"
