@@ -46,7 +46,7 @@ from attnsweep.run.job import run_job
 from attnsweep.stores.io import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coverage import BASELINE, baseline  # noqa: E402
+from interval_coverage import BASELINE, baseline  # noqa: E402
 
 TRUTH_SEEDS = 4096
 BASE_SEEDS = 8

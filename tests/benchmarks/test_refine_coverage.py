@@ -3,7 +3,6 @@ report scores hand-made refinements against their truth."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,19 +12,11 @@ import pytest
 
 from attnsweep.stores.io import open_store
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import refine_coverage as harness  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def harness():
-    spec = importlib.util.spec_from_file_location("refine_coverage", REPO / "benchmarks" / "refine_coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_report_counts_refinements_within_precision_and_intervals_holding_the_truth(harness, tmp_path,
+def test_the_report_counts_refinements_within_precision_and_intervals_holding_the_truth(tmp_path,
                                                                                     monkeypatch) -> None:
     """Truth 2.0 at relative precision 0.04: 2.07 lies within 0.04 x 2.07 = 0.083 of it, 2.1 does
     not (0.084 < 0.1); [1.9, 2.05] holds it, [2.01, 2.2] does not."""
@@ -45,7 +36,7 @@ def test_the_report_counts_refinements_within_precision_and_intervals_holding_th
 
 
 @pytest.mark.slow
-def test_a_refinement_in_process_keeps_to_its_seed_block(harness, tmp_path, monkeypatch) -> None:
+def test_a_refinement_in_process_keeps_to_its_seed_block(tmp_path, monkeypatch) -> None:
     """A small sphere_clustering refinement from seeds 100-107: every store holds seeds from 100 up,
     the record ends, and its boundary is the workflow's (boundary.zarr read back)."""
     monkeypatch.setitem(harness.CASES, "sphere_clustering", {

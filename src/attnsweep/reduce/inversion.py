@@ -71,7 +71,7 @@ def crossing_interval(x: np.ndarray, samples: np.ndarray, level: np.ndarray | fl
     refined sweep, where values hold different seeds; each row is read on the values it holds.
     A NaN at a held value means no crossing. ``order`` 3 reads the curves through the cubic, 1
     through the chord; ``bracket`` False leaves out the grid interval, giving the test's own
-    interval (benchmarks/coverage.py compares them). ``chunk`` bounds the seeds x abscissae
+    interval (benchmarks/interval_coverage.py compares them). ``chunk`` bounds the seeds x abscissae
     evaluated at once (memory only: the result does not depend on it)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or np.any(np.diff(x) <= 0):

@@ -1,7 +1,7 @@
 """Coverage of boundary intervals: how often a nominal 95% interval holds the truth, by method.
 
-    python benchmarks/coverage.py synthetic [--groups 400] [--seeds 4 8 16 32 64]
-    python benchmarks/coverage.py experiments results/coverage [--seeds 4 8 16 32 64]
+    python benchmarks/interval_coverage.py synthetic [--groups 400] [--seeds 4 8 16 32 64]
+    python benchmarks/interval_coverage.py experiments results/coverage [--seeds 4 8 16 32 64]
 
 ``synthetic``: curves with a known crossing (steep and flat, monotone and not, fractions in [0, 1]
 and unbounded, Gaussian and skewed noise), ``--groups`` fresh draws of S seeds each. The truth is

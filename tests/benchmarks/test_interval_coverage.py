@@ -1,9 +1,8 @@
-"""benchmarks/coverage.py: its scoring, seed blocks and jackknife against hand-made cases, and a
+"""benchmarks/interval_coverage.py: its scoring, seed blocks and jackknife against hand-made cases, and a
 small synthetic table end to end."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,19 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import interval_coverage as coverage  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def coverage():
-    spec = importlib.util.spec_from_file_location("coverage_harness", REPO / "benchmarks" / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_score_counts_misses_each_side_and_open_ends(coverage) -> None:
+def test_score_counts_misses_each_side_and_open_ends() -> None:
     """Truth 0.5: [0, 1] holds it, [2, 3] lies above, [-1, 0] below, an interval open below
     (NaN low) up to 5 holds it, one open above from 1 lies above; a group without a crossing
     is not counted."""
@@ -37,7 +28,7 @@ def test_score_counts_misses_each_side_and_open_ends(coverage) -> None:
     assert r["bias_half"] == pytest.approx(abs(np.mean(est[:5]) - 0.5) / 0.5)  # the bounded ones: half-width 0.5
 
 
-def test_blocks_are_disjoint_and_leave_the_truth_its_share(coverage) -> None:
+def test_blocks_are_disjoint_and_leave_the_truth_its_share() -> None:
     samples = np.arange(64 * 3, dtype=float).reshape(64, 3)  # seed s holds 3s, 3s + 1, 3s + 2
     cut = coverage._blocks(samples)
     groups = cut(4, 100)
@@ -47,7 +38,7 @@ def test_blocks_are_disjoint_and_leave_the_truth_its_share(coverage) -> None:
     assert cut(8, 100) is None  # 16 x 8 > 64 seeds: the truth would lean on the group
 
 
-def test_jackknife_of_straight_curves_is_the_standard_error_of_their_shifts(coverage) -> None:
+def test_jackknife_of_straight_curves_is_the_standard_error_of_their_shifts() -> None:
     """Curves y_s = x - c_s cross 0 at c_s, and their mean at mean(c): the jackknife of a mean is
     exact, so the half-width is t_{S-1} sd(c) / sqrt(S)."""
     x = np.linspace(0.0, 1.0, 11)
@@ -57,7 +48,7 @@ def test_jackknife_of_straight_curves_is_the_standard_error_of_their_shifts(cove
     assert est == pytest.approx(c.mean()) and high - est == pytest.approx(half) and est - low == pytest.approx(half)
 
 
-def test_the_synthetic_truths_are_the_mean_curves_crossings(coverage) -> None:
+def test_the_synthetic_truths_are_the_mean_curves_crossings() -> None:
     """Each case's truth (closed form, or quadrature for the flat logistic) against the chord
     crossing of the mean of 200,000 of its seeds on its grid of 0.025: the mean's Monte Carlo
     error (sd under 0.3 / sqrt(2e5) = 7e-4, over slopes of at least 1) and the chord's bias
@@ -69,7 +60,7 @@ def test_the_synthetic_truths_are_the_mean_curves_crossings(coverage) -> None:
         assert float(first_crossing(case.x, mean, case.level)) == pytest.approx(case.truth, abs=2e-3), case.name
 
 
-def test_a_small_synthetic_table(coverage, capsys) -> None:
+def test_a_small_synthetic_table(capsys) -> None:
     assert coverage.main(["synthetic", "--groups", "20", "--seeds", "8", "--methods", "t-cubic+bracket"]) == 0
     out = capsys.readouterr().out.splitlines()
     rows = [line for line in out if line.startswith("| ") and "t-cubic+bracket" in line]
