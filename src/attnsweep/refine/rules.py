@@ -1,7 +1,7 @@
 """Adaptive refinement: rounds that add grid values and seeds where a boundary is not yet precise.
 
 A round reads a finished sweep (``sweep.zarr``: which points hold which seeds; ``boundary.zarr``:
-each row's estimate and 95% bootstrap interval) and decides, per boundary (an experiment's
+each row's estimate and 95% interval, docs/statistics.md) and decides, per boundary (an experiment's
 :class:`~attnsweep.contract.Target`) and row (a point of the boundary's dimensions), with
 ``h`` the interval's half-width, ``p`` the precision wanted and ``[a, b]`` the bracket (the
 row's neighbouring values of the crossing axis around the estimate):
