@@ -97,8 +97,7 @@ def run_round(folder: Path, sweep_config: dict, case: str) -> tuple[int, float]:
             pairs += len(spec.seeds) * int(np.prod([len(v) for v in spec.grid.values()]))
     for name in ("sweep.zarr", "summary.zarr", "boundary.zarr"):
         shutil.rmtree(results / name, ignore_errors=True)
-    aggregate.collect(stores, results / "sweep.zarr", grid=plan.coords(),
-                      points=[plan.base(), *plan.extra] if plan.extra else None)
+    aggregate.collect(stores, results / "sweep.zarr", **plan.layout())
     aggregate.reduce(results / "sweep.zarr", results / "summary.zarr")
     aggregate.boundary(results / "sweep.zarr", results / "summary.zarr", results / "boundary.csv",
                        results / "boundary.zarr")

@@ -126,9 +126,7 @@ def theory_runtime(wildcards, attempt):
 def sweep_layout(wildcards):
     """The grid of one experiment and, refined, the rectangles it holds, as JSON text: collect
     keeps exactly these values."""
-    plan = SWEEP.plans[wildcards.experiment]
-    points = [plan.base(), *plan.extra] if plan.extra else None
-    return json.dumps({"grid": plan.coords(), "points": points}, sort_keys=True)
+    return json.dumps(SWEEP.plans[wildcards.experiment].layout(), sort_keys=True)
 
 
 def write_collect_arguments(path, runs, sweep, layout, threads):

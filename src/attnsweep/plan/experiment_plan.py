@@ -54,6 +54,11 @@ class Plan:
         rects = [self.base(), *self.extra]
         return {axis: sorted({v for rect in rects for v in rect[axis]}) for axis in rects[0]}
 
+    def layout(self) -> dict[str, Any]:
+        """``collect``'s ``grid`` and ``points``: the coordinates and, refined, the rectangles the
+        sweep holds (None: the whole grid)."""
+        return {"grid": self.coords(), "points": [self.base(), *self.extra] if self.extra else None}
+
     def with_extra(self, extra: list[dict[str, list]]) -> Plan:
         """This plan with ``extra`` rectangles added to its points (see :mod:`attnsweep.refine.rules`)."""
         return replace(self, extra=(*self.extra, *extra))
