@@ -1,6 +1,6 @@
 """A critical_scaling boundary.csv as the docs' table: gamma* (1 - rho) with its 95% interval.
 
-    python benchmarks/boundary_table.py results/paper_refined/critical_scaling/boundary.csv --n 4096
+    python benchmarks/boundary_table.py results/paper_refined/critical_scaling/boundary.csv --n 1024
     python benchmarks/boundary_table.py results/finite_size/critical_scaling/boundary.csv --rho 0.05 0.25
 
 With ``--n``: one row per boundary (lambda, eta) and d, one column per chosen rho, and the median
