@@ -107,8 +107,11 @@ def test_each_scheme_s_layer_is_its_equation(name, t):
 
 
 @pytest.mark.parametrize("name", ["pre_ln", "peri_ln", "ngpt"])
-def test_the_anchor_s_step_is_simuformer_s_update(name):
-    """simuformer's SimuXForm.step: r <- r + dt r sum_c A_c first, then the direction with the new r."""
+def test_the_anchor_s_update_of_a_given_a_is_simuformer_s(name):
+    """simuformer's SimuXForm.step from a given attention vector A: r <- r + dt r sum_c A_c first,
+    then the direction with the new r. The A it is given here is Eq. 2.7's; the value convention
+    simuformer's A has (token j contributing V^T x_j) is the experiment's, tested end to end in
+    tests/experiments/test_normalized_attention.py against simuformer's whole step written out."""
     theta, beta, qk, v = draw()
     r = torch.tensor([[1.0, 1.5, 0.7, 2.0, 1.1]] * 2, dtype=torch.float64)
     out = stepper(Scheme(name), "euler_anchor", 0.1, field_of(beta, qk, v))(0, State(theta, r), None)

@@ -115,3 +115,61 @@ def test_a_system_that_overflows_records_nan_not_counts(tmp_path):
     for var in ("clustered", "clusters", "boolean_rank", "min_cosine", "radius"):
         assert np.isnan(sweep[var].sel(beta=200.0).isel(t=-1)).all(), var
         assert np.isfinite(sweep[var].sel(beta=1.0)).all(), var
+
+
+#: Non-symmetric per-head matrices, so that token j's x_j^T M and M x_j differ (d = 3, H = 2).
+QK_FIXED = [[[0.9, 0.6, -0.2], [-0.3, 1.1, 0.4], [0.5, -0.7, 0.8]],
+            [[1.2, -0.5, 0.1], [0.2, 0.7, 0.9], [-0.6, 0.3, 1.0]]]
+V_FIXED = [[[1.0, 0.8, 0.0], [-0.4, 0.9, 0.3], [0.2, -0.6, 1.1]],
+           [[0.7, 0.0, 0.5], [0.6, 1.2, -0.3], [-0.1, 0.4, 0.8]]]
+
+
+def simuformer_run(m: np.ndarray, beta: float, bf: list, v: list, scheme: str, dt: float, steps: int):
+    """simuformer's ``SimuXForm.step`` written out (tokens as the rows of M, heads averaged):
+    A = (1/H) sum_h softmax(beta M BF_h M^T) (M V_h), then Post-LN ``M <- N(M + dt A)`` or Pre-LN
+    ``r <- r + dt r sum_c A_c``, ``M <- N(M + dt (A - <M, A> M) / (r + 1e-9))``. Per step, the
+    tokens and radii."""
+    r = np.ones(len(m))
+    out = [(m, r)]
+    for _ in range(steps):
+        a = np.zeros_like(m)
+        for bf_h, v_h in zip(bf, v):
+            scores = beta * m @ np.asarray(bf_h) @ m.T
+            w = np.exp(scores - scores.max(1, keepdims=True))
+            a += (w / w.sum(1, keepdims=True)) @ (m @ np.asarray(v_h)) / len(bf)
+        if scheme == "post_ln":
+            m = m + dt * a
+        else:
+            r = r + dt * r * a.sum(-1)
+            m = m + dt * (a - (m * a).sum(-1, keepdims=True) * m) / (r[:, None] + 1e-9)
+        m = m / np.linalg.norm(m, axis=-1, keepdims=True)
+        out.append((m, r))
+    return out
+
+
+@pytest.mark.parametrize("v", ["fixed", "qk"])
+@pytest.mark.parametrize("scheme", ["post_ln", "pre_ln"])
+def test_euler_anchor_runs_simuformer_s_step_with_its_value_convention(tmp_path, v, scheme):
+    """``integrator: euler_anchor`` against simuformer's update written out from its code, with
+    non-symmetric V (fixed, or Q^T K tied): min cosine and mean radius at every step equal. Under
+    Eq. 2.7's convention (token j contributing V x_j) they would differ by O(dt |V - V^T|) a step.
+    float64, 10 steps: each step rounds at 1e-16 relative over a few dozen operations and a step's
+    map has Lipschitz constant at most 1 + dt (1 + beta |BF| |V|) < 2, so the two agree to
+    1e-13 x 2^10 = 1e-10; allowed 1e-9."""
+    from attnsweep.experiments.sphere_clustering.simulate import initial_tokens
+
+    n, d, beta, dt, steps = 5, 3, 1.5, 0.1, 10
+    section = {"n": [n], "d": [d], "heads": [2], "beta": [beta], "seeds": 2, "qk": "fixed", "qk_matrices": QK_FIXED,
+               "v": v, "reduction": "mean", "integrator": "euler_anchor", "schemes": [scheme], "dt": dt,
+               "t_max": dt * steps, "outputs": steps + 1, "observables": ["clustered", "min_cosine", "radius"]}
+    if v == "fixed":
+        section["v_matrices"] = V_FIXED
+    ours = sweep_of(tmp_path, {NAME: section})[NAME].isel(n=0, d=0, heads=0, scheme=0, beta=0)
+    for k, seed in enumerate(ours["seed"].values):
+        m0 = initial_tokens(n, d, int(seed), 0.0).numpy().astype(np.float64)
+        run = simuformer_run(m0, beta, QK_FIXED, V_FIXED if v == "fixed" else QK_FIXED, scheme, dt, steps)
+        gram = [m @ m.T for m, _ in run]
+        min_cosine = [g[~np.eye(n, dtype=bool)].min() for g in gram]
+        np.testing.assert_allclose(ours["min_cosine"].isel(seed=k).values, min_cosine, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(ours["radius"].isel(seed=k).values, [r.mean() for _, r in run], rtol=0, atol=1e-9)
+    assert abs(min_cosine[-1] - min_cosine[0]) > 0.01  # the tokens moved: the comparison can fail

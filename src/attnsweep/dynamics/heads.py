@@ -8,7 +8,9 @@ W^h the SA or USA weights of head h (scores beta <Q_h x_i, K_h x_j>, Eq. 2.3 per
 in Eq. 2.7 (``sum``) or 1/H (``mean``, as the public simuformer code does). The heads fold into
 the batch: one product over B H systems, no loop over heads. Row convention of
 :mod:`attnsweep.dynamics.sphere`: ``x`` (B, n, d); ``qk`` (B, H, d, d) holding Q_h^T K_h and ``v``
-(B, H, d, d) holding V_h, None meaning the identity in every head.
+(B, H, d, d) holding V_h, None meaning the identity in every head. Token j contributes V_h x_j
+(Eq. 2.7); a caller following another convention passes the matrix that gives it (simuformer's
+V^T x_j: :mod:`attnsweep.experiments.normalized_attention.matrices`).
 """
 
 from __future__ import annotations

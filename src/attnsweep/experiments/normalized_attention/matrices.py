@@ -6,6 +6,12 @@ Head h of realisation k draws from its own streams, keyed by (d, seed, h): the f
 sweep with more heads are the heads of a sweep with H, and nothing depends on the job cut.
 Drawn on the CPU in float64. torch is imported by the draws alone: the captions, which Snakemake
 builds when it plans a run, name the ensembles.
+
+The value convention: with ``integrator: euler`` or ``rk4`` a head's matrix M_h is V_h of 001's
+Eq. 2.7, token j contributing M_h x_j. With ``euler_anchor`` it is read as simuformer's code reads
+its ``V`` (``SM @ (M @ V)``, the tokens as rows): token j contributes M_h^T x_j, so Eq. 2.7's V_h
+is M_h^T. The two differ where M_h is not symmetric (Gaussian or GPT-2 draws, ``+-Q_h^T K_h`` of a
+non-symmetric ``qk``, fixed matrices). The scores are alike in both: <x_i, Q_h^T K_h x_j>.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ V_ENSEMBLES = {
 
 
 def draw(opts: dict[str, Any], d: int, heads: int, seed: int) -> tuple[Tensor | None, Tensor | None]:
-    """(QK, V), each (H, d, d) float64, or None where every head's is the identity."""
+    """(Q_h^T K_h, V_h) of Eq. 2.7, each (H, d, d) float64, or None where every head's is the
+    identity; V_h is the drawn matrix, transposed under ``euler_anchor`` (simuformer's convention)."""
     import torch
 
     from attnsweep.run import rng
@@ -74,7 +81,15 @@ def draw(opts: dict[str, Any], d: int, heads: int, seed: int) -> tuple[Tensor | 
             v.append(torch.eye(d, dtype=torch.float64))
     identity_qk = opts["qk"] == "identity"
     identity_v = opts["v"] == "identity" or (opts["v"] == "qk" and identity_qk)
-    return (None if identity_qk else torch.stack(qk)), (None if identity_v else torch.stack(v))
+    values = None if identity_v else torch.stack(v)
+    if values is not None and simuformer_values(opts):
+        values = values.transpose(-1, -2)
+    return (None if identity_qk else torch.stack(qk)), values
+
+
+def simuformer_values(opts: dict[str, Any]) -> bool:
+    """Whether a head's value matrix is read as simuformer reads it (x_j^T M_h, Eq. 2.7's V_h = M_h^T)."""
+    return opts["integrator"] == "euler_anchor"
 
 
 def definition(opts: dict[str, Any]) -> str:
@@ -82,4 +97,6 @@ def definition(opts: dict[str, Any]) -> str:
     text = f"{QK_ENSEMBLES[opts['qk']]}, {V_ENSEMBLES[opts['v']]}"
     if opts["v"] in ("qk", "minus_qk"):
         text += f" (c = {'sqrt(d)' if opts['qk'] in ('ginibre', 'symmetric') else '1'})"
+    if opts["v"] != "identity" and simuformer_values(opts):
+        text += ", token j contributing V_h^T x_j (simuformer's convention)"
     return text + ", G_ij ~ N(0, 1)" if {opts["qk"], opts["v"]} & {"ginibre", "symmetric", "gpt2", "gaussian"} else text
