@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnsweep.experiments.circle_synchronization import clusters, critical, flow, potential, resources, structured
+from attnsweep.experiments.circle_synchronization import (
+    clusters,
+    critical,
+    flow,
+    potential,
+    resources,
+    structured,
+    unfolding,
+)
 
 EPS = np.finfo(float).eps
 BETAS = (-2.5, -0.7, 0.0, 0.4)
@@ -266,3 +274,29 @@ def test_the_flow_lands_on_t_max_or_stops_at_rest() -> None:
     end, time = flow.integrate(theta, torch.tensor([-1.0, -1.0, 0.5, -1.5], dtype=torch.float64), "usa", 1.5, 0.7, 1e-6)
     assert time[0] == 0 and torch.equal(end[0], theta[0])
     np.testing.assert_allclose(time[1:].numpy(), 0.7, rtol=2 * np.finfo(float).eps, atol=0)
+
+
+@pytest.mark.parametrize("n", [10, 13, 14, 17, 29])
+def test_the_leading_family_s_threshold_is_a_function_of_its_imbalance(n: int) -> None:
+    """The structured search's family (q - 1, q + 1, q + 1) at n = 3q + 1, (q, q + 1, q + 1) at
+    3q + 2, its intra-cluster modes included, has the threshold of the fractions (1/3 - 2 delta,
+    1/3 + delta, 1/3 + delta) with delta = 2/(3n) or 1/(3n) (docs/papers/circle.md §7): both
+    bisect to 1e-9 (the search) and 1e-12 along the same branch, so they agree to 2e-9."""
+    q, residue = divmod(n, 3)
+    masses = (q - 1, q + 1, q + 1) if residue == 1 else (q, q + 1, q + 1)
+    found = structured.threshold(masses, np.arange(-3.0, 0.5 + 1e-9, 0.05))
+    assert found is not None
+    assert abs(found.beta_low - unfolding.threshold(unfolding.imbalance(n))) < 2e-9
+
+
+def test_the_threshold_leaves_minus_two_thirds_like_the_square_root_of_the_imbalance() -> None:
+    """beta_c(delta) = -2/3 - (2 sqrt(10)/3) sqrt(delta) + O(delta) (§7): the remainder over sqrt(delta)
+    is O(sqrt(delta)), so it shrinks tenfold from delta = 1e-5 to 1e-7 (allowed between 5 and 20 times)
+    and stays below 3 sqrt(delta) (the O(delta) term's coefficient is 2.1 to 2.5 for delta from 1e-7 to
+    1e-2: unfolding.table). The bisection's 1e-12 is 3e-9 of sqrt(1e-7), far below both. A wrong
+    coefficient (2, say) leaves a remainder of 0.1 at every delta, and fails."""
+    remainder = {}
+    for delta in (1e-5, 1e-6, 1e-7):
+        remainder[delta] = (unfolding.threshold(delta) - unfolding.leading_order(delta)) / math.sqrt(delta)
+        assert abs(remainder[delta]) < 3 * math.sqrt(delta), (delta, remainder[delta])
+    assert 5 < remainder[1e-5] / remainder[1e-7] < 20, remainder
