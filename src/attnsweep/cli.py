@@ -1,5 +1,5 @@
 """Command line: ``attnsweep init | workflow-path | experiments | schema | validate | status | verify |
-run | refine | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
+run | refine | step-check | pack``, and ``job``, ``collect``, ``aggregate`` (what the rules call).
 
 ``job``, ``collect`` and ``aggregate`` hand their work to the warm fork server of :mod:`attnsweep.run.worker` when
 one runs.
@@ -185,6 +185,14 @@ def cmd_refine(args: argparse.Namespace) -> None:
         raise SystemExit(status)
 
 
+def cmd_step_check(args: argparse.Namespace) -> None:
+    from attnsweep.step_check import drive  # heavy (xarray, zarr): only this command needs it
+
+    status = drive(args.config, args.halvings, args.snakemake)
+    if status:
+        raise SystemExit(status)
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from attnsweep.plan.config import load_sweep  # jsonschema, numpy: not on the job client's path
     from attnsweep.run.job import run_job  # heavy: torch, xarray, zarr
@@ -281,6 +289,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config")
     p.add_argument("snakemake", nargs=argparse.REMAINDER, help="options for every Snakemake run (--cores, --profile)")
     p.set_defaults(func=cmd_refine)
+
+    p = sub.add_parser("step-check", help="run a config at its dt and at halvings of it, and say whether its "
+                                          "boundaries still move within their intervals",
+                       epilog="example: attnsweep step-check --halvings 2 my_sweep.yaml --cores all (tables in "
+                              "RESULTS.step_check/; exit status 1 where the finest pair still moves)")
+    p.add_argument("--halvings", type=int, default=2,
+                   help="how many times to halve dt (default 2: dt, dt/2, dt/4); before CONFIG, since what follows "
+                        "it goes to Snakemake")
+    p.add_argument("config")
+    p.add_argument("snakemake", nargs=argparse.REMAINDER, help="options for every Snakemake run (--cores, --profile)")
+    p.set_defaults(func=cmd_step_check)
 
     p = sub.add_parser("run", help="run one job outside Snakemake",
                        epilog="example: attnsweep run critical_scaling n=256 d=64 gamma=1,1.5,2 "

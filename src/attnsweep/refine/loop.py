@@ -26,12 +26,7 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
     """``attnsweep refine``: run the workflow, assess, record a round, until no experiment adds
     one; then run the workflow once more for every output (figures). Returns Snakemake's status."""
     log = logging.getLogger("attnsweep.refine.rules")
-    for arg in snakemake_args:
-        if arg in ("-d", "--directory") or arg.startswith("--directory="):
-            raise ConfigError(arg, "attnsweep refine runs Snakemake in the current directory (where it "
-                                   "reads the results): cd there instead of passing --directory")
-        if arg == "--configfile" or arg.startswith("--configfile="):
-            raise ConfigError(arg, "the config is attnsweep refine's first argument")
+    refuse_directory_and_configfile(snakemake_args, "attnsweep refine")
     config = load_yaml(config_path)
 
     def snakemake(targets: list[str]) -> int:
@@ -63,6 +58,17 @@ def drive(config_path: str, snakemake_args: list[str]) -> int:
                 added = True
         if not added:
             return snakemake([])
+
+
+def refuse_directory_and_configfile(snakemake_args: list[str], command: str) -> None:
+    """A ConfigError for Snakemake options that would run it elsewhere or on another config than
+    ``command`` reads the results of."""
+    for arg in snakemake_args:
+        if arg in ("-d", "--directory") or arg.startswith("--directory="):
+            raise ConfigError(arg, f"{command} runs Snakemake in the current directory (where it "
+                                   "reads the results): cd there instead of passing --directory")
+        if arg == "--configfile" or arg.startswith("--configfile="):
+            raise ConfigError(arg, f"the config is {command}'s first argument")
 
 
 #: Seconds an interrupted refinement waits for Snakemake to end on its own before passing SIGINT
