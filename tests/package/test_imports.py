@@ -117,9 +117,11 @@ MAY_IMPORT = {
     "refine": {"contract", "errors", "grid", "plan", "run", "stores"},
     "experiments": {"contract", "dynamics", "errors", "grid", "jobspec", "plan", "reduce", "run", "stores"},
     "status": {"errors", "grid", "jobspec", "plan", "stores"},
+    "step_check": {"errors", "grid", "plan", "refine"},
     "scaffold": {"errors", "project_files"},
     "testing": {"contract", "grid", "plan", "reduce", "registry", "run", "stores"},
-    "cli": {"errors", "plan", "project_files", "reduce", "refine", "registry", "run", "scaffold", "status", "stores"},
+    "cli": {"errors", "plan", "project_files", "reduce", "refine", "registry", "run", "scaffold", "status",
+            "step_check", "stores"},
 }
 
 
