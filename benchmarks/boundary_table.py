@@ -22,7 +22,8 @@ def cell(row: pd.Series) -> str:
     if pd.isna(row["gamma_star"]):
         return "-"
     scale = 1 - row["rho"]
-    return f"{row['gamma_star'] * scale:.3f} [{row['ci_low'] * scale:.3f}, {row['ci_high'] * scale:.3f}]"
+    low, high = row["gamma_star_low"] * scale, row["gamma_star_high"] * scale
+    return f"{row['gamma_star'] * scale:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def cells(rows: pd.DataFrame, by: str, keys: list) -> list[str]:

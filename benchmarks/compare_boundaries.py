@@ -25,11 +25,12 @@ KEYS = ["observable", "n", "d", "rho", "alpha"]
 def compare(refined: pd.DataFrame, dense: pd.DataFrame) -> pd.DataFrame:
     both = refined.merge(dense, on=KEYS, suffixes=("_refined", "_dense")).dropna(
         subset=["gamma_star_refined", "gamma_star_dense"])
-    sigma = {s: (both[f"ci_high_{s}"] - both[f"ci_low_{s}"]) / (2 * 1.96) for s in ("refined", "dense")}
-    both["overlap"] = ((both["ci_low_refined"] <= both["ci_high_dense"])
-                       & (both["ci_low_dense"] <= both["ci_high_refined"]))
+    sigma = {s: (both[f"gamma_star_high_{s}"] - both[f"gamma_star_low_{s}"]) / (2 * 1.96)
+             for s in ("refined", "dense")}
+    both["overlap"] = ((both["gamma_star_low_refined"] <= both["gamma_star_high_dense"])
+                       & (both["gamma_star_low_dense"] <= both["gamma_star_high_refined"]))
     both["z"] = (both["gamma_star_refined"] - both["gamma_star_dense"]) / np.hypot(sigma["refined"], sigma["dense"])
-    half = (both["ci_high_refined"] - both["ci_low_refined"]) / 2
+    half = (both["gamma_star_high_refined"] - both["gamma_star_low_refined"]) / 2
     both["half_width_pct"] = 100 * half / both["gamma_star_refined"]
     both["scaled"] = both["gamma_star_refined"] * (1 - both["rho"])
     both["simplex_in_half_widths"] = (both["gamma_star_simplex_refined"] - both["gamma_star_refined"]) / half
@@ -45,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     if rows.empty:
         print("no row with a crossing in both tables", file=sys.stderr)
         return 1
-    shown = rows[KEYS[:4] + ["gamma_star_refined", "ci_low_refined", "ci_high_refined", "gamma_star_dense",
-                             "ci_low_dense", "ci_high_dense", "overlap", "z", "half_width_pct", "scaled",
+    shown = rows[KEYS[:4] + ["gamma_star_refined", "gamma_star_low_refined", "gamma_star_high_refined",
+                             "gamma_star_dense", "gamma_star_low_dense", "gamma_star_high_dense", "overlap", "z",
+                             "half_width_pct", "scaled",
                              "gamma_star_simplex_refined", "simplex_in_half_widths"]]
     print(shown.to_markdown(index=False, floatfmt=".4g"))
     print(f"\n{int(rows['overlap'].sum())} of {len(rows)} rows: the two 95% intervals overlap; "

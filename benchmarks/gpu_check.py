@@ -111,6 +111,8 @@ from attnsweep.plan.experiment_plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "config" / "sweeps"
+#: The experiments measured: the built-in ones (an installed plugin has no case here).
+BUILT_IN = sorted(point.name for point in registry.BUILTIN)
 #: Seconds each section may take on a GPU (``jobs``: per experiment, unless its case says otherwise;
 #: ``estimate``: critical_scaling's, then each other's); 470 in all.
 BUDGET_S = {"tests": 45, "ceilings": 15, "jobs": 40, "authors": 120, "estimate": 30, "estimate_rate": 5}
@@ -656,12 +658,12 @@ def main() -> None:
     target = TOY_TARGET_S if args.dry else args.target_s
     jobs = {name: report.run("jobs", name, CASES[name].budget_s if name in CASES else BUDGET_S["jobs"],
                              lambda b, name=name: measure_job(name, device, args.dry, target, b, ceiling))
-            for name in registry.names()}
+            for name in BUILT_IN}
     if device.type == "cuda":
         torch.cuda.empty_cache()
     report.run("authors", "phase-diagrams.py vs attnsweep run", BUDGET_S["authors"],
                lambda b: authors(args, device, b))
-    for name in registry.names():
+    for name in BUILT_IN:
         budget = BUDGET_S["estimate" if name == "critical_scaling" else "estimate_rate"]
         report.run("estimate", name, budget, lambda b, name=name: estimate(name, device, args.dry, jobs[name]))
     print(report.markdown(), end="", flush=True)

@@ -150,11 +150,20 @@ class Experiment:
         return {}
 
     def result_options(self, options: dict[str, Any], grid: dict[str, list[float]]) -> dict[str, Any]:
-        """The options that change the numbers of a job over ``grid`` (default: all of them).
+        """The options that change the numbers of a job over ``grid`` (default: all of them but
+        :meth:`boundary_options`).
 
         Part of the job's identity: changing an option reruns exactly the jobs it affects.
         """
-        return dict(options)
+        boundary = self.boundary_options(options)
+        return {key: value for key, value in options.items() if key not in boundary}
+
+    def boundary_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options only ``boundary`` reads (a crossing's level; default: none). No job's
+        identity holds them (the default :meth:`result_options` leaves them out; an override must
+        too), so changing one reruns the boundary and the figures alone. The boundary step sets
+        them in ``sweep.attrs`` before ``boundary(sweep, summary)`` and in ``boundary.zarr``'s attrs."""
+        return {}
 
     def theory_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The options that change the numbers of a theory job (default: none). Leave them out of

@@ -95,14 +95,17 @@ class ExperimentContract:
 
     def test_defaults_make_a_plan_with_finite_estimates(self) -> None:
         """Every axis default inside its domain; the defaults alone plan, and each job's time
-        and memory estimates are positive and finite (they size SLURM requests)."""
+        and memory estimates are positive and finite (they size SLURM requests); no job's
+        identity holds a boundary option (a change of one would rerun it)."""
         for axis in self.experiment.axes:
             key = f"experiments.{self.name}.{axis.name}"
             axis.check(key, expand(axis.default, key))
         plan = plan_experiment(self.name, experiment_defaults(self.name), "float32")
+        boundary = set(self.experiment.boundary_options(plan.options))
         for spec in plan.jobs("results").values():
             seconds, memory = self.experiment.job_seconds(spec), self.experiment.job_memory_bytes(spec)
             assert 0 < seconds < math.inf and 0 < memory < math.inf, f"{spec.grid}: {seconds} s, {memory} bytes"
+            assert not boundary & set(spec.options), f"boundary options {sorted(boundary)} in a job's identity"
 
     def test_figures_are_named_once_and_drawable(self) -> None:
         plan = self.tiny_plan()
@@ -146,7 +149,8 @@ class ExperimentContract:
                 assert [float(v) for v in ds[axis].values] == [float(v) for v in spec.grid[axis]], f"{store}: {axis}"
         sweep = aggregate.collect(list(stores.values()), tmp_path / "sweep.zarr", grid=plan.coords())
         summary = aggregate.reduce(sweep, tmp_path / "summary.zarr", list(theory.values()))
-        aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr")
+        aggregate.boundary(sweep, summary, tmp_path / "boundary.csv", tmp_path / "boundary.zarr",
+                           self.experiment.boundary_options(plan.options))
         bnd = open_store(tmp_path / "boundary.zarr")
         for target in self.experiment.targets_for(plan.options):
             for var in (target.variable, f"{target.variable}_low", f"{target.variable}_high"):

@@ -11,7 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import boundary_table  # noqa: E402
 
-COLUMNS = ["observable", "n", "d", "rho", "alpha", "gamma_star", "ci_low", "ci_high", "gamma_star_simplex"]
+COLUMNS = ["observable", "n", "d", "rho", "alpha", "gamma_star", "gamma_star_low", "gamma_star_high",
+           "gamma_star_simplex"]
 ROWS = [  # (1 - rho) gamma* and its interval by hand: 0.5 x (2.0, 1.9, 2.1) = (1.0, 0.95, 1.05), ...
     ("lambda", 1024, 128, 0.5, 0.0, 2.0, 1.9, 2.1, 2.0),
     ("lambda", 1024, 128, 0.25, 0.0, 1.4, 1.36, 1.44, 1.3336),

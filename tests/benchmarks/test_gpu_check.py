@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import processes
-
-from attnsweep.registry import names
+from helpers.project import BUILT_IN
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -45,7 +44,7 @@ def test_every_section_and_experiment_in_the_json(dry: tuple[dict, str, str]) ->
     data = dry[0]
     sections = data["sections"]
     assert list(sections) == SECTIONS
-    assert sorted(sections["jobs"]) == sorted(sections["estimate"]) == names() == sorted(gpu_check.CASES)
+    assert sorted(sections["jobs"]) == sorted(sections["estimate"]) == BUILT_IN == sorted(gpu_check.CASES)
     tests = sections["tests"]["pytest tests/dynamics/test_cuda.py"]
     assert tests["status"] == "ok" and sum(tests["counts"].values()) >= 8  # skipped without CUDA
     ceilings = sections["ceilings"]["cpu"]

@@ -546,8 +546,9 @@ def test_tiny_run_reaches_the_theorems_limits(tiny_run) -> None:
     assert table["t_star"].between(0, 10).all()
     # 4 seeds: no interval; a mean already Boolean at t = 0 crosses there, with nothing below it
     boolean = table["t_star"] == 0
-    assert (table.loc[boolean, "ci_flag"] == "reaches_grid_start").all()
-    assert (table.loc[~boolean, "ci_flag"] == "too_few_seeds").all() and (table.loc[~boolean, "ci_seeds"] == 4).all()
+    assert (table.loc[boolean, "t_star_flag"] == "reaches_grid_start").all()
+    assert (table.loc[~boolean, "t_star_flag"] == "too_few_seeds").all()
+    assert (table.loc[~boolean, "t_star_seeds"] == 4).all()
     small, large = (table[table["scale"] == a].set_index("d")["t_star"] for a in (1.0, 5.0))
     assert (large < small).all()  # a larger box is a lower temperature: P turns Boolean sooner
     assert (table["defect_final"] < 1e-6).all() and (table["rank_final"] == table["leaders_final"]).all()

@@ -23,15 +23,14 @@ from pathlib import Path
 
 import pytest
 from helpers import processes
-from helpers.project import tiny
+from helpers.project import BUILT_IN, tiny
 from helpers.workflow_runs import assert_same_store, final_stores, kill_tree, prepare, run_ok, start, wait_for
 
-from attnsweep import registry
 from attnsweep.errors import BadStoreError
 from attnsweep.plan.config import load_sweep
 from attnsweep.reduce import aggregate
 
-EXPERIMENTS = [name for name in registry.names() if name != "critical_scaling"]
+EXPERIMENTS = [name for name in BUILT_IN if name != "critical_scaling"]
 AGGREGATES = ("sweep.zarr", "summary.zarr", "boundary.zarr")
 
 pytestmark = pytest.mark.slow

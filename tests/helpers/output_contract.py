@@ -36,6 +36,21 @@ def output_contract() -> dict[str, dict[str, dict]]:
     return contract
 
 
+def documented_stores(experiment: str, stores: tuple[str, ...]) -> dict[str, dict]:
+    """The section ``## <experiment>`` of workflow/OUTPUTS.md, holding each of ``stores``: an
+    AssertionError names the heading to add where the section or a store's heading is missing."""
+    section = output_contract().get(experiment)
+    headings = ", ".join(f"'### `{store}`'" for store in stores)
+    assert section is not None, (
+        f"workflow/OUTPUTS.md has no section '## {experiment}': add it, with the headings {headings} (under a "
+        "store a table of its variables, under boundary.csv a line 'Columns: ...'; docs/extending.md: "
+        "in this repository, what the tests need)")
+    missing = [store for store in stores if store not in section]
+    assert not missing, (f"workflow/OUTPUTS.md, section '## {experiment}': add "
+                         + ", ".join(f"'### `{store}`'" for store in missing))
+    return section
+
+
 def store_problems(store: str, ds: xr.Dataset, documented: dict[str, tuple], every: bool = False) -> list[str]:
     """How ``ds`` (the aggregate ``store``) departs from its documented variables: one undocumented,
     one missing (those marked "(with ...)" only when ``every``), other dims, units or long_name, a

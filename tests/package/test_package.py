@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from helpers import processes
-from helpers.project import CONFIGS, doc_files
+from helpers.project import BUILT_IN, CONFIGS, doc_files
 
-from attnsweep import cli, project_files, registry, scaffold
+from attnsweep import cli, project_files, scaffold
 from attnsweep.errors import SetupError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_a_wheel_runs_a_project_anywhere(tmp_path: Path) -> None:
 
     assert "valid" in ok(bin_ / "attnsweep", "validate", CONFIGS / "critical_scaling.yaml", cwd=work)
     listed = ok(bin_ / "attnsweep", "experiments", cwd=work)
-    assert all(f"{name}: " in listed for name in registry.names()), listed
+    assert all(f"{name}: " in listed for name in BUILT_IN), listed
 
     ok(bin_ / "attnsweep", "init", "my-sweep", cwd=work)
     project = work / "my-sweep"

@@ -21,9 +21,8 @@ import numpy as np
 import psutil
 import pytest
 from helpers import processes
-from helpers.project import tiny
+from helpers.project import BUILT_IN, tiny
 
-from attnsweep import registry
 from attnsweep.plan.config import load_sweep
 from attnsweep.run import worker
 from attnsweep.run.worker import SOCKET_ENV
@@ -101,7 +100,7 @@ def server(tmp_path_factory):
 
 
 @pytest.mark.slow  # two processes a job, each importing torch
-@pytest.mark.parametrize("experiment", registry.names())
+@pytest.mark.parametrize("experiment", BUILT_IN)
 def test_server_store_equals_fresh_process(server: Server, tmp_path: Path, experiment: str) -> None:
     """Each experiment's tiny job (tests/tiny_configs) served warm and run in a fresh process, as on
     a SLURM node: the same store bit for bit. The warm server has imported every experiment and the

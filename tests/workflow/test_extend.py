@@ -1,4 +1,5 @@
-"""Growing a sweep reruns only the new work (attnsweep.plan.blocks, plan.Plan.jobs, aggregate.collect).
+"""Growing a sweep reruns only the new work (attnsweep.plan.blocks, plan.Plan.jobs, aggregate.collect);
+a boundary option (Experiment.boundary_options) reruns the boundary alone.
 
 Independent truth: a brute-force set of uncovered grid points for :func:`rectangles`; the job
 counts of ``snakemake --dry-run`` after each extension, derived by hand from the grids; and a
@@ -23,6 +24,8 @@ import pytest
 import xarray as xr
 import yaml
 from helpers import processes
+from helpers.project import template_experiment
+from helpers.workflow_runs import crossing
 
 from attnsweep.plan.blocks import rectangles
 from attnsweep.plan.config import load_sweep
@@ -202,6 +205,49 @@ def test_snakemake_runs_only_the_new_values(tmp_path: Path) -> None:
     assert grown.attrs["runs"] == 2 + 2 + 2 + 1 + 3 and scratch.attrs["runs"] == 6
     for var in scratch.data_vars:
         np.testing.assert_array_equal(grown[var].values, scratch[var].values, err_msg=var)
+
+
+@pytest.mark.slow
+def test_a_boundary_option_reruns_the_boundary_alone(tmp_path: Path) -> None:
+    """The template experiment of docs/extending.md, whose ``level`` is a boundary option
+    (Experiment.boundary_options): another level reruns the boundary and its figure, and no
+    simulate, collect or reduce job; no run store is rewritten, and beta* is where the seed mean
+    of sweep.zarr crosses the new level (read here by helpers.workflow_runs.crossing), below the
+    old beta* (the sharpness rises with beta)."""
+    site, work = template_experiment(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    config = work / "config" / "toy.yaml"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile",
+           str(config)]
+
+    def snakemake(*args: str) -> str:
+        done = processes.run([*cmd, *args], cwd=work, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    snakemake()
+    results = work / "results" / "toy_attention"
+    runs = {p: p.stat().st_mtime_ns for p in (results / "runs").rglob("*.zarr")}
+    assert len(runs) == 2  # one job per n
+    before = open_store(results / "boundary.zarr").load()
+    assert before.attrs["level"] == 0.5  # the default
+    section = yaml.safe_load(config.read_text())
+    section["experiments"]["toy_attention"]["level"] = 0.4
+    config.write_text(yaml.safe_dump(section))
+    again = snakemake()
+    ran = sorted(line.split()[1].rstrip(":") for line in again.splitlines() if line.startswith("localrule "))
+    assert ran == ["all", "boundary", "figure"], again[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in runs} == runs, "a run store was rewritten"
+    assert "Nothing to be done" in snakemake("--dry-run")
+
+    sweep = open_store(results / "sweep.zarr").load()
+    boundary = open_store(results / "boundary.zarr").load()
+    assert "level" not in sweep.attrs and boundary.attrs["level"] == 0.4
+    mean = sweep["sharpness"].mean("seed")
+    for n in sweep["n"].values:
+        want = crossing(sweep["beta"].values, mean.sel(n=n).values, 0.4)
+        assert float(boundary["beta_star"].sel(n=n)) == pytest.approx(want, rel=1e-6), n
+        assert boundary["beta_star"].sel(n=n) < before["beta_star"].sel(n=n), n
 
 
 def test_collect_in_slabs_or_processes_equals_one_slab_and_refuses_holes(tmp_path: Path) -> None:

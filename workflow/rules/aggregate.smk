@@ -54,7 +54,12 @@ rule boundary:
         f"{LOGS}/{{experiment}}/boundary.log",
     params:
         step=lambda wildcards, input, output: step_arguments(
-            sweep_path=input.sweep, summary_path=input.summary, csv=output.csv, out=output.store
+            sweep_path=input.sweep,
+            summary_path=input.summary,
+            csv=output.csv,
+            out=output.store,
+            options=boundary_options(wildcards),
         ),
+        options=boundary_options,
     run:
         shell("{PYTHON:q} -m attnsweep.cli aggregate boundary {params.step:q} > {log:q} 2>&1")

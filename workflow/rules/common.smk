@@ -135,6 +135,15 @@ def write_collect_arguments(path, runs, sweep, layout, threads):
         json.dump({"runs": list(runs), "out": sweep, "workers": threads, **json.loads(layout)}, fh)
 
 
+def boundary_options(wildcards):
+    """The experiment's boundary options (Experiment.boundary_options): the boundary step's
+    argument `options`, and a param of the boundary rule of its own. Snakemake records and
+    compares only params not derived from input or output paths (`step` is), so this one is
+    what reruns the boundary and the figures, and no job, when one of them changes."""
+    plan = SWEEP.plans[wildcards.experiment]
+    return plan.experiment.boundary_options(plan.options)
+
+
 def step_arguments(**paths):
     """The arguments of `attnsweep aggregate STEP` as JSON text: a step's paths and parameters."""
     return json.dumps(paths, sort_keys=True)

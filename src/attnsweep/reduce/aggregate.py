@@ -296,14 +296,18 @@ def theory_dataset(paths: Sequence[str | Path]) -> xr.Dataset:
     return xr.merge(parts, join="outer", compat="no_conflicts", combine_attrs="override")
 
 
-def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path) -> None:
-    """Phase boundaries: ``boundary.csv`` and ``boundary.zarr``."""
+def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, out: str | Path,
+             options: dict[str, object] | None = None) -> None:
+    """Phase boundaries: ``boundary.csv`` and ``boundary.zarr``. ``options``: the experiment's
+    :meth:`~attnsweep.contract.Experiment.boundary_options`, set in the sweep's attrs for its
+    ``boundary`` to read and kept in ``boundary.zarr``'s."""
     require_sound(sweep_path, summary_path)
     sweep = open_store(sweep_path, chunks={})  # the experiment loads the variables it needs
+    sweep.attrs.update(options or {})
     summary = open_store(summary_path).load()
     experiment = registry.get(sweep.attrs["experiment"])
     table, found = experiment.boundary(sweep, summary)
-    found.attrs.update(provenance(step="boundary"))
+    found.attrs.update(options or {}, **provenance(step="boundary"))
     table = readable(table, found)
     write_aggregate(found, out)
     Path(csv).parent.mkdir(parents=True, exist_ok=True)
@@ -313,11 +317,11 @@ def boundary(sweep_path: str | Path, summary_path: str | Path, csv: str | Path, 
 
 
 def readable(table: pd.DataFrame, found: xr.Dataset) -> pd.DataFrame:
-    """``boundary.csv`` as a reader wants it: each interval's flag (``ci_flag``, ``<name>_flag``)
-    by its meaning, and the intervals' method in a column ``interval_method``."""
+    """``boundary.csv`` as a reader wants it: each interval's flag (``<name>_flag``) by its
+    meaning, and the intervals' method in a column ``interval_method``."""
     table = table.copy()
     for column in table.columns:
-        if column == "ci_flag" or column.endswith("_flag"):
+        if column.endswith("_flag"):
             table[column] = table[column].map(dict(enumerate(FLAGS)))
     methods = {v.attrs["interval_method"] for v in found.data_vars.values() if "interval_method" in v.attrs}
     if methods:

@@ -148,12 +148,11 @@ def interval_variables(name: str, dims: tuple[str, ...], found: CrossingInterval
     }
 
 
-#: What :func:`interval_variables` adds to a boundary's name, and the ``boundary.csv`` columns
-#: they become in a table of one boundary.
+#: What :func:`interval_variables` adds to a boundary's name: ``<name>_<part>``.
 INTERVAL_PARTS = ("low", "high", "seeds", "spacing", "flag")
-CI_COLUMNS = [f"ci_{part}" for part in INTERVAL_PARTS]
 
 
-def interval_columns(name: str) -> dict[str, str]:
-    """A boundary's interval variables -> their ``boundary.csv`` columns (:data:`CI_COLUMNS`)."""
-    return {f"{name}_{part}": f"ci_{part}" for part in INTERVAL_PARTS}
+def interval_columns(name: str) -> list[str]:
+    """The interval variables of the boundary ``name``, in order: its ``boundary.zarr`` variables
+    after ``name`` and, by the same names, its ``boundary.csv`` columns."""
+    return [f"{name}_{part}" for part in INTERVAL_PARTS]

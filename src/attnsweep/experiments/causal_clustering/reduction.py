@@ -159,12 +159,11 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     for var, long_name in attrs.items():
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs)
-    columns = ["t_collapse", "t_collapse_low", "t_collapse_high", "t_collapse_seeds", "t_collapse_spacing",
-               "t_collapse_flag", "persistence", "clusters_final",
+    columns = ["t_collapse", *interval_columns("t_collapse"), "persistence", "clusters_final",
                "collapsed_final", "exponent", "exponent_low", "exponent_high", "exponent_theory", "renyi_count",
                "renyi_count_saturated", "strong_count", "strong_count_theory", "captured_renyi_final",
                "captured_strong_final"]
     table = out[columns].drop_vars([c for c in out.coords if c not in dims]).to_dataframe()
-    table = table.reset_index().rename(columns=interval_columns("t_collapse"))
+    table = table.reset_index()
     table.insert(len(dims), "V", np.asarray(sweep.attrs["value_names"].split(", "))[table["value"]])
     return table[[*dims, "V", *table.columns.drop([*dims, "V"])]], out

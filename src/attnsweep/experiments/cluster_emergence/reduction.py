@@ -11,7 +11,7 @@ import xarray as xr
 
 from attnsweep.experiments.cluster_emergence import theory as closed_forms
 from attnsweep.experiments.cluster_emergence.good_triples import VARIABLES as HEAD_VARIABLES
-from attnsweep.reduce.crossing import CI_COLUMNS, first_crossing, interval_columns, interval_variables, seed_mean
+from attnsweep.reduce.crossing import first_crossing, interval_columns, interval_variables, seed_mean
 from attnsweep.reduce.inversion import FLAGS, crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
@@ -168,8 +168,8 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
     for var, long_name in attrs.items():
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs, level=LEVEL)
-    table = out.to_dataframe().reset_index().rename(columns=interval_columns("t_star"))
-    columns = ["n", "d", "scale", "t_star", *CI_COLUMNS, "t_90", "t_10", "t_unresolved",
+    table = out.to_dataframe().reset_index()
+    columns = ["n", "d", "scale", "t_star", *interval_columns("t_star"), "t_90", "t_10", "t_unresolved",
                *(f"{v}_final" for v in SERIES),
                *THEORY]
     return table[columns], out

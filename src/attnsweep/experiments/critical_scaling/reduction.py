@@ -10,7 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from attnsweep.experiments.critical_scaling import theory as closed_forms
-from attnsweep.reduce.crossing import CI_COLUMNS, interval_columns, interval_variables, max_slope, seed_mean
+from attnsweep.reduce.crossing import interval_columns, interval_variables, max_slope, seed_mean
 from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
@@ -124,7 +124,8 @@ def _table(bnd: xr.Dataset) -> pd.DataFrame:
         interval = interval_columns(f"gamma_star_{obs}")
         frame = bnd[[f"gamma_star_{obs}", *interval, f"gamma_max_slope_{obs}", f"gamma_star_{obs}_simplex",
                      "gamma_critical"]].to_dataframe().reset_index()
-        frame = frame.rename(columns={**interval, f"gamma_star_{obs}": "gamma_star",
+        frame = frame.rename(columns={**dict(zip(interval, interval_columns("gamma_star"))),
+                                      f"gamma_star_{obs}": "gamma_star",
                                       f"gamma_max_slope_{obs}": "gamma_max_slope",
                                       f"gamma_star_{obs}_simplex": "gamma_star_simplex"})
         frame.insert(0, "observable", obs)
@@ -132,5 +133,5 @@ def _table(bnd: xr.Dataset) -> pd.DataFrame:
     table = pd.concat(rows, ignore_index=True)
     table["gamma_star_times_1_minus_rho"] = table["gamma_star"] * (1 - table["rho"])
     table = table.dropna(subset=["gamma_star", "gamma_max_slope"], how="all")
-    return table[["observable", "n", "d", "rho", "alpha", "gamma_star", *CI_COLUMNS,
+    return table[["observable", "n", "d", "rho", "alpha", "gamma_star", *interval_columns("gamma_star"),
                   "gamma_star_times_1_minus_rho", "gamma_max_slope", "gamma_star_simplex", "gamma_critical"]]

@@ -11,7 +11,7 @@ import xarray as xr
 
 from attnsweep.experiments.sphere_clustering import beta_eff
 from attnsweep.experiments.sphere_clustering import theory as closed_forms
-from attnsweep.reduce.crossing import CI_COLUMNS, first_crossing, interval_columns, interval_variables
+from attnsweep.reduce.crossing import first_crossing, interval_columns, interval_variables
 from attnsweep.reduce.inversion import crossing_interval
 from attnsweep.reduce.seeds import presence, seed_statistics
 
@@ -93,7 +93,6 @@ def boundary(sweep: xr.Dataset, summary: xr.Dataset) -> tuple[pd.DataFrame, xr.D
         out[var].attrs.update(long_name=long_name, units="1")
     out.attrs.update(summary.attrs, level=LEVEL)
     table = out.to_dataframe().reset_index()
-    table = table.rename(columns=interval_columns("t_star"))
-    columns = ["n", "d", "rho", "beta", "gamma", "beta_eff", "t_star", *CI_COLUMNS,
+    columns = ["n", "d", "rho", "beta", "gamma", "beta_eff", "t_star", *interval_columns("t_star"),
                "t_10", "t_90", "t_star_theory", "t_star_minus_theory"]
     return table[columns], out
