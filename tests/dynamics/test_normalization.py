@@ -289,3 +289,24 @@ def test_a_window_of_width_n_is_no_window_bit_for_bit(mask, matrices):
 
     assert torch.equal(vector(None), vector(6))
     assert not torch.equal(vector(None), vector(5))  # a window of n - 1 hides the corners
+
+
+@pytest.mark.parametrize("name", ["post_ln", "pre_ln", "ngpt"])
+def test_the_euler_layer_turns_by_atan_of_the_tangent_over_one_plus_the_radial_part(name):
+    """docs/papers/normalization.md, the Euler layer's clock: a layer turns theta toward P w by
+    phi = atan(dt |P w| / (1 + dt <theta, w>)), w = A / s (Post-LN A, Pre-LN A / r, nGPT alpha A / |A|),
+    exactly; float64 angles of O(0.1) from acos near 1 lose about sqrt(eps)/phi, so 1e-7."""
+    theta, beta, qk, v = draw()
+    r = torch.tensor([[1.0, 1.5, 0.7, 2.0, 1.1]] * 2, dtype=torch.float64)
+    dt = 0.1
+    out = stepper(Scheme(name, alpha=0.3), "euler", dt, field_of(beta, qk, v))(0, State(theta, r), None)
+    for b in range(2):
+        th = theta[b].numpy()
+        a = attention_loops(th, float(beta[b]), qk[b].numpy(), v[b].numpy(), "sa", "sum")
+        w = {"post_ln": a, "pre_ln": a / r[b].numpy()[:, None],
+             "ngpt": 0.3 * a / np.linalg.norm(a, axis=-1, keepdims=True)}[name]
+        radial = (th * w).sum(-1)
+        tangent = np.linalg.norm(w - radial[:, None] * th, axis=-1)
+        turned = np.arccos(np.clip((th * out.theta[b].numpy()).sum(-1), -1, 1))
+        np.testing.assert_allclose(turned, np.arctan2(dt * tangent, 1 + dt * radial), rtol=0, atol=1e-7)
+        assert np.abs(radial).max() > 0.1  # the radial part is there to count: the test can fail
