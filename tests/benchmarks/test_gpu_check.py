@@ -28,6 +28,13 @@ PAPER_JOBS = {
 }
 
 
+def test_every_built_in_has_a_case():
+    """An experiment added to the repository needs a case in benchmarks/gpu_check.py (docs/extending.md)."""
+    missing, extra = sorted(set(BUILT_IN) - set(gpu_check.CASES)), sorted(set(gpu_check.CASES) - set(BUILT_IN))
+    assert not missing, f"benchmarks/gpu_check.py: add a case to CASES for {missing} (its longest job)"
+    assert not extra, f"benchmarks/gpu_check.py: CASES names {extra}, which are not built-in experiments"
+
+
 @pytest.fixture(scope="module")
 def dry(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, str]:
     """The JSON, the markdown table and the stdout of one ``--dry`` run (no authors' file)."""

@@ -113,8 +113,10 @@ def test_config_readme_names_every_key() -> None:
     assert set(schema["properties"]) <= documented, set(schema["properties"]) - documented
     for package in sorted((REPO / "src/attnsweep/experiments").glob("*/config.schema.yaml")):
         name = package.parent.name
-        (row,) = [line for line in rows if line.startswith(f"| [`{name}`]")]
-        named = re.findall(r"`(\w+)`", row.split(" | ")[1])
+        found = [line for line in rows if line.startswith(f"| [`{name}`]")]
+        assert len(found) == 1, (f"config/README.md needs one row `| [`{name}`](...) | its options, in "
+                                 f"config.schema.yaml's order | ...` in its experiments' table; it has {len(found)}")
+        named = re.findall(r"`(\w+)`", found[0].split(" | ")[1])
         assert named == list(yaml.safe_load(package.read_text())["options"]), name
 
 def test_the_catalog_layout_in_real_files() -> None:
