@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from helpers.workflow_runs import (
     assert_same_store,
@@ -105,19 +106,21 @@ def in_flight(workdir: Path) -> set[str]:
 
 
 def stop_in_flight(workdir: Path) -> bool:
-    """SIGSTOP the process each running marker names, then whether one marker still names a
-    process stopped here: that job is held inside its marked block, so a kill now lands in flight
-    however fast the job is (the job client marks first, its worker child re-marks with its own pid:
-    a pid that changed is stopped on the next call)."""
+    """SIGSTOP the warm worker's child that a running marker names, then whether its marker still
+    names it: that job is held inside its marked block, so a kill now lands in flight however fast
+    the job is or however loaded the machine. The job client marks first and its worker child
+    re-marks with its own pid; the client only waits for the child, so stopping it would hold
+    nothing (the child finishes the store): a marker that names a client is passed over until the
+    child's pid replaces it."""
     runs = workdir / "results" / EXP / "runs"
-    stopped = set()
     for job in in_flight(workdir):
         marker = runs / Path(job).parent / f".{Path(job).name}.zarr.running"
-        with contextlib.suppress(OSError, ValueError, KeyError):  # gone, or being written this instant
+        with contextlib.suppress(OSError, ValueError, KeyError, psutil.Error):  # gone, or being written now
             pid = json.loads(marker.read_text())["pid"]
+            if "attnsweep.run.worker" not in " ".join(psutil.Process(pid).cmdline()):
+                continue  # the job client: its worker child re-marks within moments
             os.kill(pid, signal.SIGSTOP)
-            stopped.add(pid)
-            if json.loads(marker.read_text())["pid"] in stopped:
+            if json.loads(marker.read_text())["pid"] == pid:
                 return True
     return False
 
