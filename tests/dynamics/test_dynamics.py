@@ -230,6 +230,32 @@ def test_cluster_count_chain_needs_several_rounds() -> None:
     assert observables.cluster_count(g, 1 - math.cos(0.029)).item() == 8
 
 
+def test_components_match_scipy_on_random_and_adversarial_graphs() -> None:
+    """Components against scipy's on graphs that stress the hooking: paths and combs whose nodes
+    are numbered at random (a label must cross the whole path), random geometric graphs on S^2
+    near their percolation threshold, and Erdos-Renyi graphs from empty to full."""
+    gen = np.random.default_rng(11)
+    n, graphs = 60, []
+    for _ in range(8):  # random paths of random lengths, cut into pieces: several long chains
+        order = gen.permutation(n)
+        a = np.zeros((n, n), bool)
+        cuts = set(gen.choice(n - 1, 3, replace=False))
+        for k in range(n - 1):
+            if k not in cuts:
+                a[order[k], order[k + 1]] = True
+        graphs.append(a | a.T)
+    for delta in (0.01, 0.03, 0.06, 0.12):
+        x = gen.normal(size=(n, 3))
+        x /= np.linalg.norm(x, axis=-1, keepdims=True)
+        graphs.append(x @ x.T >= 1 - delta)
+    for p in (0.0, 0.01, 0.03, 0.1, 1.0):
+        a = np.triu(gen.random((n, n)) < p, 1)
+        graphs.append(a | a.T)
+    adjacent = torch.tensor(np.stack(graphs))
+    want = [connected_components(a, directed=False)[0] for a in graphs]
+    assert observables.components(adjacent).tolist() == want
+
+
 def test_output_steps_sit_on_the_step_grid() -> None:
     assert output_steps(0.1, 30, 61).tolist() == list(range(0, 301, 5))
     log = output_steps(0.1, 30, 10, "log")

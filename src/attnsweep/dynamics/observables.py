@@ -30,24 +30,28 @@ def clustered_pairs(g: Tensor, delta: float) -> Tensor:
 def components(adjacent: Tensor) -> Tensor:
     """Connected components of symmetric Boolean adjacency matrices (B, n, n), as int64 (B,).
 
-    Min-label propagation with pointer jumping: every node takes the smallest label among itself
-    and its neighbours (one pass over the n x n matrix), then the label of its label until that
-    changes nothing (passes over n labels only). Labels stay node indices of the node's own
-    component and never grow, so the fixed point gives every node of a component the index of
-    its first node. The jumps let a label travel many hops per matrix pass: a noisy cluster's
-    graph, a chain of overlapping caps, took 7.6 passes a record at n = 1024 without them, 40% of
-    the run; with them the whole process took 10.9 s instead of 15.2 (machine D). The worst case is still
-    the longest path.
+    Labels are node indices of the node's own component and never grow; a root is a node whose
+    label is itself. A pass over the n x n matrix gives every node the least label among itself
+    and its neighbours (m_i); each root then takes the least m of the nodes that point to it, so
+    whole trees hook onto a smaller neighbouring tree at once (Shiloach-Vishkin), and pointer
+    jumping flattens the trees (passes over n labels only). At the fixed point, no edge joins two
+    labels, each component carries the index of its first node, and the roots count the
+    components. Hooking takes O(log n) matrix passes where plain min-label propagation takes the
+    longest path: for 240 clouds of 256 uniform tokens on S^2 with delta 0.01-0.05 (a chain of
+    overlapping caps), 4-6 passes instead of 6-21 (machine D). The matrix pass is a maximum
+    against an integer barrier (0 on an edge, n off it) into one buffer, so no pass allocates.
     """
     n = adjacent.shape[-1]
-    adjacent = adjacent | torch.eye(n, dtype=torch.bool, device=adjacent.device)
     index = torch.arange(n, device=adjacent.device, dtype=torch.int32)
+    barrier = (~adjacent).to(torch.int32).mul_(n)  # label j counts for node i where barrier_ij = 0
+    barrier.diagonal(dim1=-2, dim2=-1).zero_()
+    buffer = torch.empty_like(barrier)
     labels = index.expand(adjacent.shape[:-1])
     while True:
-        spread = torch.where(adjacent, labels[..., None, :], n).amin(-1)
-        if torch.equal(spread, labels):
+        least = torch.maximum(barrier, labels[..., None, :], out=buffer).amin(-1)
+        if torch.equal(least, labels):
             return (labels == index).sum(-1)
-        labels = spread
+        labels = least.scatter_reduce(-1, labels.long(), least, "amin")  # hook each root
         while not torch.equal(jumped := labels.gather(-1, labels.long()), labels):
             labels = jumped
 

@@ -59,8 +59,8 @@ def attention(x: Tensor, beta: Tensor, qk: Tensor | None, normalisation: str, gr
     logits = masked(logits, causal)
     if normalisation == "sa":
         return torch.softmax(logits, dim=-1)
-    if normalisation == "usa":
-        return torch.exp(logits - math.log(x.shape[-2]))
+    if normalisation == "usa":  # in place: logits is this call's own tensor (n x n, not allocated twice)
+        return logits.sub_(math.log(x.shape[-2])).exp_()
     raise ValueError(f"unknown normalisation {normalisation!r} (sa, usa)")
 
 
