@@ -4,8 +4,8 @@ change to an engine against its parent on a job the sweeps really run.
 ``--set KEY=VALUE`` (VALUE in YAML) replaces a key of the config's one experiment section, to cut
 the job down to a size a benchmark can repeat; the first job of the plan runs, single-threaded
 unless the config says otherwise, without progress output, with the job's allocator settings.
-Prints the job's cost estimate (``job_seconds``) and nothing else: time two whole processes from outside and pair them
-(benchmarks/RESULTS.md gives the commands and the numbers).
+Prints the job's cost estimate (``job_seconds``) and nothing else: time two whole processes from
+outside and pair them (benchmarks/RESULTS.md gives the commands and the numbers).
 
 usage: python benchmarks/bench_job.py CONFIG [--set KEY=VALUE ...]
   e.g. python benchmarks/bench_job.py config/sweeps/noisy_clustering_d3.yaml \\
