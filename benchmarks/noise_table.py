@@ -5,7 +5,8 @@ point with their 95% intervals, one row per beta, one column per n, beside the m
 
 Columns: beta, the mean field's K_c and spinodal K_s, K_uniform at each n of the file, K_point at each
 n, and the mean field's own crossings of the level (uniform, point); K in the file's unit (K_# by
-default). A cell is "estimate (low-high)", or the estimate and the reason its interval was declined,
+default). A cell is "estimate (low-high)", an open end said in words ("past the grid": nothing beyond
+the estimate is rejected within the grid), the estimate and the reason its interval was declined,
 or "-" where the seed mean does not cross. Below the table: the rows' seed counts and grid spacings
 at the crossing, which the intervals rest on.
 """
@@ -23,9 +24,12 @@ def cell(row: pd.Series, name: str) -> str:
     if pd.isna(row[name]):
         return "-"
     text = f"{row[name]:.3f}"
-    if pd.notna(row[f"{name}_low"]):
-        return f"{text} ({row[f'{name}_low']:.3f}-{row[f'{name}_high']:.3f})"
-    return f"{text} ({row[f'{name}_flag']})"
+    low, high = row[f"{name}_low"], row[f"{name}_high"]
+    if pd.isna(low) and pd.isna(high):
+        return f"{text} ({row[f'{name}_flag']})"
+    low = f"{low:.3f}" if pd.notna(low) else "below the grid"
+    high = f"{high:.3f}" if pd.notna(high) else "past the grid"
+    return f"{text} ({low}-{high})"
 
 
 def table(boundary: pd.DataFrame) -> list[str]:

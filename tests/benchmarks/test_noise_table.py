@@ -15,7 +15,7 @@ NAN = float("nan")
 ROWS = [  # (n, beta, K_uniform, low, high, flag, K_point, low, high, flag)
     (64, 2.0, 1.01, 0.98, 1.04, "bounded", 0.96, 0.95, 0.97, "bounded"),
     (256, 2.0, NAN, NAN, NAN, "never", 0.998, NAN, NAN, "too few seeds"),
-    (64, 8.0, 0.686, 0.65, 0.7, "bounded", 0.512, 0.5, 0.52, "bounded"),  # no n = 256 row at beta 8
+    (64, 8.0, 0.686, 0.65, NAN, "reaches_grid_end", 0.512, NAN, 0.52, "reaches_grid_start"),  # no n = 256 row
 ]
 
 
@@ -39,4 +39,5 @@ def test_a_row_per_beta_a_column_per_start_and_n(csv: str, capsys: pytest.Captur
                         "| K_point n = 256 | mf crossing: uniform, point |")
     assert lines[2] == ("| 2 | 0.900 | 0.875 | 1.010 (0.980-1.040) | - | 0.960 (0.950-0.970) | 0.998 (too few seeds) "
                         "| 1.000, 0.200 |")
-    assert lines[3] == "| 8 | 0.600 | 0.500 | 0.686 (0.650-0.700) |  | 0.512 (0.500-0.520) |  | 1.000, 0.800 |"
+    assert lines[3] == ("| 8 | 0.600 | 0.500 | 0.686 (0.650-past the grid) |  | 0.512 (below the grid-0.520) |  "
+                        "| 1.000, 0.800 |")
