@@ -1,11 +1,13 @@
-"""One simulate job of a sweep config, in this process, as the simulate rule runs it: for timing a
-change to an engine against its parent on a job the sweeps really run.
+"""One simulate job of a sweep config, through the code path the simulate rule takes
+(:func:`attnsweep.run.job.run_job`: the allocator, the job's threads for torch and BLAS, the store
+written, here into a temporary folder): for timing a change to an engine against its parent on a
+job the sweeps really run.
 
 ``--set KEY=VALUE`` (VALUE in YAML) replaces a key of the config's one experiment section, to cut
-the job down to a size a benchmark can repeat; the first job of the plan runs, single-threaded
-unless the config says otherwise, without progress output, with the job's allocator settings.
-Prints the job's cost estimate (``job_seconds``) and nothing else: time two whole processes from
-outside and pair them (benchmarks/RESULTS.md gives the commands and the numbers).
+the job down to a size a benchmark can repeat; the first job of the plan runs, on the CPU with the
+config's threads, without progress output. Prints the job's cost estimate (``job_seconds``) and
+nothing else: time two whole processes from outside and pair them (benchmarks/RESULTS.md gives the
+commands and the numbers).
 
 usage: python benchmarks/bench_job.py CONFIG [--set KEY=VALUE ...]
   e.g. python benchmarks/bench_job.py config/sweeps/noisy_clustering_d3.yaml \\
@@ -15,6 +17,8 @@ usage: python benchmarks/bench_job.py CONFIG [--set KEY=VALUE ...]
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 import yaml
 
@@ -25,13 +29,8 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
-    import torch
-
     from attnsweep.plan.config import load_sweep
-    from attnsweep.run.allocator import keep_freed_memory
-    from attnsweep.run.device import resolve_dtype
-
-    keep_freed_memory()  # as attnsweep.run.job does at the start of every job
+    from attnsweep.run.job import run_job
 
     with open(args.config) as f:
         config = yaml.safe_load(f)
@@ -39,10 +38,11 @@ def main() -> None:
     for item in args.set:
         key, _, value = item.partition("=")
         section[key] = yaml.safe_load(value)
-    torch.set_num_threads(int(config.get("threads", 1)))
-    plan = load_sweep(config).plans[name]
+    sweep = load_sweep(config)
+    plan = sweep.plans[name]
     job = next(iter(plan.jobs().values()))
-    plan.experiment.simulate(job, torch.device("cpu"), resolve_dtype(config.get("dtype", "float32")), progress=False)
+    with tempfile.TemporaryDirectory() as folder:
+        run_job(job, Path(folder) / "job.zarr", device="cpu", threads=sweep.config["threads"], progress=False)
     print(f"estimate {plan.experiment.job_seconds(job):.2f} s")
 
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from attnsweep import registry
 from attnsweep.dynamics import cpu_paths
@@ -39,10 +40,13 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
         # mistaken for a failed one by `attnsweep status`.
         log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
         start = time.perf_counter()
-        if spec.step == "theory":
-            ds = experiment.theory(spec)
-        else:
-            ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
+        # BLAS (numpy's products) takes the job's threads too: at its default of every core it
+        # oversubscribed the cores a sweep's other jobs hold, 3.6x slower at n = 1024
+        with threadpool_limits(torch.get_num_threads(), user_api="blas"):
+            if spec.step == "theory":
+                ds = experiment.theory(spec)
+            else:
+                ds = experiment.simulate(spec, torch_device, dtype, progress=progress)
         wall = time.perf_counter() - start
         ds.attrs.update(provenance(
             experiment=spec.experiment,
