@@ -1,5 +1,5 @@
 """attnsweep.run.job: a job's BLAS (numpy's products) runs on the job's threads, not on every core.
-Left at its default, one job of `threads: 1` beside others oversubscribed the cores and ran 3.6x
+Left at its default, one job of `threads: 1` beside others oversubscribed the cores and ran 3.1x
 slower at n = 1024 (benchmarks/RESULTS.md)."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def run_job(spec: JobSpec, out: str | Path, device: str = "auto", threads: int |
         log.info("%s: %s on %s/%s -> %s", spec.experiment, spec.grid, torch_device, spec.dtype, out)
         start = time.perf_counter()
         # BLAS (numpy's products) takes the job's threads too: at its default of every core it
-        # oversubscribed the cores a sweep's other jobs hold, 3.6x slower at n = 1024
+        # oversubscribed the cores a sweep's other jobs hold: an n = 1024 job 3.1x slower (RESULTS.md)
         with threadpool_limits(torch.get_num_threads(), user_api="blas"):
             if spec.step == "theory":
                 ds = experiment.theory(spec)
